@@ -1,0 +1,27 @@
+"""A rich progress bar updated between compiled chunks (never inside the loop)."""
+
+from __future__ import annotations
+
+import contextlib
+
+
+@contextlib.contextmanager
+def annealing_progress(enabled: bool, name: str, num_steps: int):
+    """Yield ``update(phase, steps_done)``; a no-op when ``enabled`` is False."""
+    if not enabled:
+        yield lambda phase, done: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("temperatures"), TimeElapsedColumn(),
+    ) as progress:
+        tasks = {}
+
+        def update(phase, done):
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(f"{phase} {name}", total=num_steps)
+            progress.update(tasks[phase], completed=done)
+
+        yield update

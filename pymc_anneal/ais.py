@@ -1,0 +1,413 @@
+r"""The forward AIS driver: the annealing loop as one compiled PyTensor ``scan``.
+
+For N particles :math:`x_0 \sim p_0`, :math:`\log w = \log Z_0`, and k = 1..K:
+
+.. math:: \log w \mathrel{+}= (\beta_k - \beta_{k-1})\,\ell(x_{k-1}), \qquad
+          x_k \sim T_k(\cdot \mid x_{k-1}),
+
+with :math:`T_k` leaving :math:`f_{\beta_k}` invariant (Neal 2001). All chains' particles run
+as one batch (a leading particle axis) through a ``scan`` over a chunk of steps; Python runs
+once per chunk (progress bar) and never per step or per particle. Per-step statistics
+(acceptance, divergences, running log Z and weight ESS per chain) are reduced inside the
+loop, so no (steps × particles) array is ever stored.
+
+Step sizes and the diagonal mass matrix are *tuned without biasing the estimate*: a pilot
+population, separate from the particles that make the estimate, anneals through the same
+schedule in bands (resampling at each band's end, SMC-style); in each band the step size is
+adjusted to a target acceptance rate and the mass matrix set from the pilot particles'
+weighted variances. The resulting per-step parameters are then frozen, so the main run is an
+exact AIS whose transitions do not depend on its own particles.
+
+References
+----------
+Neal, R. M. (2001). Annealed importance sampling. *Statistics and Computing* 11, 125-139.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.tensor.random.type import random_generator_type
+
+from pymc_anneal.backends import CompiledFunction, compile_function, compile_one_off
+from pymc_anneal.estimators import effective_sample_size, systematic_resample
+from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.kernels import KERNELS, Kernel
+from pymc_anneal.kernels.hmc import default_refresh
+from pymc_anneal.paths import Path
+
+__all__ = ["AISResult", "TuningOptions", "run_ais"]
+
+
+@dataclass(frozen=True)
+class TuningOptions:
+    """How per-step kernel parameters are chosen.
+
+    Parameters
+    ----------
+    step_size : float or None
+        A fixed step size for every temperature; ``None`` (default) tunes it per band.
+    mass_matrix : {"adapt", "base", "identity"}
+        ``"adapt"`` (default): diagonal inverse mass from the pilot particles' variances in
+        each band. ``"base"``: the base distribution's scale, fixed. ``"identity"``.
+    num_bands : int
+        Number of temperature bands with their own step size and mass matrix.
+    num_pilot : int
+        Pilot particles (independent of the estimate's particles).
+    target_acceptance : float or None
+        ``None`` uses the kernel's default (0.8 for HAIS, 0.65 HMC, 0.3 Metropolis).
+    refresh : float or None
+        Momentum refresh fraction gamma in (0, 1] for HAIS; ``None`` randomizes half the
+        momentum power per unit time, ``1 - 2**-step_size``.
+    """
+
+    step_size: float | None = None
+    mass_matrix: str = "adapt"
+    num_bands: int = 8
+    num_pilot: int = 256
+    target_acceptance: float | None = None
+    refresh: float | None = None
+
+
+@dataclass
+class AISResult:
+    """Raw output of :func:`run_ais` (NumPy only); :mod:`pymc_anneal.io` turns it into data."""
+
+    positions: np.ndarray  # (chains, draws, d)
+    log_weights: np.ndarray  # (chains, draws)
+    betas: np.ndarray  # (K + 1,)
+    step_stats: dict[str, np.ndarray]  # name -> (chains, K)
+    step_size: np.ndarray  # (K,)
+    inv_mass: np.ndarray  # (K, d)
+    log_base_normalizer: float
+    timings: dict[str, float] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------
+# graph building
+
+
+def _logsumexp_rows(x):
+    m = pt.max(x, axis=1, keepdims=True)
+    m = pt.switch(pt.isfinite(m), m, 0.0)
+    return pt.log(pt.exp(x - m).sum(axis=1)) + m[:, 0]
+
+
+def _state_inputs(kernel: Kernel, num_dims: int, num_particles: int | None):
+    inputs = []
+    for name in kernel.state_type._fields:
+        matrix = name in ("position", "momentum") or name.startswith("grad")
+        shape = (num_particles, num_dims) if matrix else (num_particles,)
+        inputs.append(pt.tensor(name, dtype="float64", shape=shape))
+    return inputs
+
+
+def _build_chunk_function(
+    path: Path, kernel: Kernel, backend: str, num_particles: int | None,
+    num_chains: int | None, num_steps: int | None,
+):
+    """Compile ``(rng, per-step params, state, log_weight, num_chains) -> (rng, state, ...)``.
+
+    ``num_particles``, ``num_chains`` and ``num_steps`` are static (baked into the graph)
+    when given, as JAX needs; otherwise symbolic, so one compiled function serves every
+    batch size and chunk length.
+    """
+    d = path.num_dims
+    rng = random_generator_type("rng")
+    beta, delta_beta, step_size, refresh = (pt.tensor(n, dtype="float64", shape=(num_steps,))
+                                            for n in ("beta", "delta_beta", "step_size", "refresh"))
+    inv_mass = pt.tensor("inv_mass", dtype="float64", shape=(num_steps, d))
+    momentum_scale = pt.tensor("momentum_scale", dtype="float64", shape=(num_steps, d))
+    state_in = _state_inputs(kernel, d, num_particles)
+    log_weight = pt.tensor("log_weight", dtype="float64", shape=(num_particles,))
+    chains_input = pt.lscalar("num_chains")
+    num_chains_graph = chains_input if num_chains is None else pt.constant(num_chains, dtype="int64")
+    num_state = len(state_in)
+
+    def one_step(beta_k, delta_k, eps_k, gamma_k, inv_mass_k, scale_k, rng_k, *carry):
+        state = kernel.state_type(*carry[:num_state])
+        log_w, chains = carry[num_state], carry[num_state + 1]
+        log_ratio = state.log_ratio
+        increment = pt.switch(pt.isfinite(log_ratio), delta_k * log_ratio, -np.inf)
+        log_w = log_w + pt.switch(delta_k > 0, increment, 0.0)
+        params = {"step_size": eps_k, "inv_mass": inv_mass_k, "momentum_scale": scale_k,
+                  "refresh": gamma_k}
+        rng_k, state, info = kernel.step(rng_k, state, beta_k, params)
+        per_chain = log_w.reshape((chains, -1))
+        lse = _logsumexp_rows(per_chain)
+        lse2 = _logsumexp_rows(2.0 * per_chain)
+        log_z = lse - pt.log(per_chain.shape[1].astype("float64"))
+        ess = pt.switch(pt.isfinite(lse), pt.exp(2.0 * lse - lse2), 0.0)
+        accept = info.acceptance_rate.reshape((chains, -1)).mean(axis=1)
+        diverge = info.is_divergent.reshape((chains, -1)).sum(axis=1)
+        return (rng_k, *state, log_w, accept, diverge.astype("int64"), log_z, ess)
+
+    outputs = pytensor.scan(
+        one_step,
+        sequences=[beta, delta_beta, step_size, refresh, inv_mass, momentum_scale],
+        outputs_info=[rng, *state_in, log_weight, None, None, None, None],
+        non_sequences=[num_chains_graph],
+        return_updates=False,
+    )
+    rng_out, *rest = outputs
+    final_state = [o[-1] for o in rest[:num_state]]
+    final_log_w = rest[num_state][-1]
+    stats = rest[num_state + 1:]
+    inputs = [rng, beta, delta_beta, step_size, refresh, inv_mass, momentum_scale,
+              *state_in, log_weight, chains_input]
+    return compile_function(inputs, [rng_out, *final_state, final_log_w, *stats], backend)
+
+
+def _build_init_function(path: Path, kernel: Kernel, backend: str):
+    position = pt.matrix("position", dtype="float64")
+    point = path.evaluate(position, gradients=kernel.needs_gradients)
+    outputs = [point.log_base, point.log_ratio]
+    if kernel.needs_gradients:
+        outputs += [point.grad_log_base, point.grad_log_ratio]
+    return compile_one_off([position], outputs)
+
+
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _compiled(
+    path: Path, kernel: Kernel, backend: str, num_particles: int, num_chains: int, num_steps: int
+) -> tuple[CompiledFunction, CompiledFunction]:
+    """Compiled (init, chunk) functions, reused across calls for the same path object."""
+    cache = _COMPILED.setdefault(path, {})
+    static = (num_particles, num_chains, num_steps) if backend == "jax" else (None, None, None)
+    key = (kernel.structure, backend, static)
+    if key not in cache:
+        init = cache.get((kernel.structure, backend, "init"))
+        if init is None:
+            init = cache[(kernel.structure, backend, "init")] = _build_init_function(path, kernel, backend)
+        cache[key] = (init, _build_chunk_function(path, kernel, backend, *static))
+    return cache[key]
+
+
+# ---------------------------------------------------------------------------------------
+# running
+
+
+class _Runner:
+    """Holds compiled functions and runs chunks of steps on NumPy state."""
+
+    def __init__(self, path, kernel, backend, num_particles, num_chains, chunk_length):
+        self.path, self.kernel, self.backend = path, kernel, backend
+        self.chunk_length = chunk_length if backend == "jax" else None
+        self.init_fn, self.chunk_fn = _compiled(path, kernel, backend, num_particles, num_chains,
+                                                chunk_length)
+
+    def initial_state(self, positions, inv_mass0, rng):
+        values = self.init_fn(positions)
+        point = dict(zip(("log_base", "log_ratio", "grad_log_base", "grad_log_ratio"), values))
+        state = {"position": positions}
+        for name in self.kernel.state_type._fields:
+            if name == "momentum":
+                state[name] = rng.standard_normal(positions.shape) / np.sqrt(inv_mass0)
+            elif name != "position":
+                state[name] = point[name]
+        return state
+
+    def run(self, rng, params, state, log_w, num_chains):
+        fields = self.kernel.state_type._fields
+        length = params["beta"].size
+        if self.chunk_length is not None and length < self.chunk_length:
+            params = _pad(params, self.chunk_length)
+        out = self.chunk_fn(
+            rng, params["beta"], params["delta_beta"], params["step_size"], params["refresh"],
+            params["inv_mass"], params["momentum_scale"], *[state[f] for f in fields], log_w,
+            np.int64(num_chains),
+        )
+        rng = out[0]
+        new_state = dict(zip(fields, out[1:1 + len(fields)]))
+        log_w = out[1 + len(fields)]
+        accept, diverge, log_z, ess = (np.asarray(o)[:length] for o in out[2 + len(fields):])
+        return rng, new_state, log_w, {"acceptance_rate": accept, "divergences": diverge,
+                                       "log_z": log_z, "ess": ess}
+
+
+def _pad(params, length):
+    """Pad per-step parameters with exact no-op steps (JAX needs a static chunk length).
+
+    A step with ``delta_beta = 0``, ``step_size = 0`` and ``refresh = 0`` leaves every
+    kernel's state unchanged (HMC accepts the zero-length move and the momentum's double
+    negation cancels; Metropolis proposes the current point), and adds nothing to the weight.
+    """
+    extra = length - params["beta"].size
+    fill = {"beta": params["beta"][-1], "delta_beta": 0.0, "step_size": 0.0, "refresh": 0.0,
+            "inv_mass": params["inv_mass"][-1], "momentum_scale": 1.0}
+    return {k: np.concatenate([v, np.broadcast_to(fill[k], (extra, *v.shape[1:]))])
+            for k, v in params.items()}
+
+
+def _step_params(betas, step_size, inv_mass, refresh, kernel) -> dict[str, np.ndarray]:
+    """Per-step parameter arrays for steps 1..K."""
+    step_size = np.asarray(step_size, dtype=np.float64)
+    if refresh is None:
+        refresh = default_refresh(step_size)
+    refresh = np.broadcast_to(np.asarray(refresh, dtype=np.float64), step_size.shape).copy()
+    previous = np.concatenate([inv_mass[:1], inv_mass[:-1]])
+    return {
+        "beta": betas[1:].copy(),
+        "delta_beta": np.diff(betas),
+        "step_size": step_size,
+        "refresh": refresh,
+        "inv_mass": inv_mass,
+        "momentum_scale": np.sqrt(previous / inv_mass),
+    }
+
+
+def _slice(params, start, stop):
+    return {k: v[start:stop] for k, v in params.items()}
+
+
+def _bands(num_steps: int, num_bands: int) -> list[tuple[int, int]]:
+    edges = np.unique(np.linspace(0, num_steps, min(num_bands, num_steps) + 1).round().astype(int))
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def _weighted_variance(positions, log_w):
+    w = np.exp(log_w - np.max(log_w))
+    w = w / w.sum()
+    mean = w @ positions
+    return w @ (positions - mean) ** 2
+
+
+def _tune(runner, betas, options: TuningOptions, kernel, rng, progress):
+    """Pilot pass: per-band step size and mass matrix, frozen for the main run."""
+    path = runner.path
+    num_steps, d = betas.size - 1, path.num_dims
+    target = options.target_acceptance or kernel.target_acceptance
+    bands = _bands(num_steps, options.num_bands)
+    step_size = np.empty(num_steps)
+    inv_mass = np.empty((num_steps, d))
+    base_var = (np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2)
+
+    if options.step_size is not None and options.mass_matrix != "adapt":
+        fixed = base_var if options.mass_matrix == "base" else np.ones(d)
+        return np.full(num_steps, float(options.step_size)), np.tile(fixed, (num_steps, 1)), []
+
+    np_rng, fn_rng = rng.spawn(2)
+    positions = path.sample_base(np_rng, options.num_pilot)
+    log_w = np.zeros(options.num_pilot)
+    state = runner.initial_state(positions, np.ones(d), np_rng)
+    eps = float(options.step_size or (0.5 if kernel.has_momentum else 1.0) * d ** -0.25)
+    history = []
+    for start, stop in bands:
+        if options.mass_matrix == "adapt":
+            var = _weighted_variance(state["position"], log_w)
+            var = np.where(np.isfinite(var) & (var > 0), var, 1.0)
+            inv_mass[start:stop] = np.maximum(var, 1e-12 * var.max())
+        else:
+            inv_mass[start:stop] = base_var if options.mass_matrix == "base" else 1.0
+        if "momentum" in state:  # fresh momentum for the pilot's new mass matrix
+            state["momentum"] = np_rng.standard_normal(state["position"].shape) / np.sqrt(inv_mass[start])
+        trial_len = min(stop - start, 20)
+        for _ in range(6 if options.step_size is None else 0):
+            step_size[start:stop] = eps
+            params = _slice(_step_params(betas, step_size, inv_mass, options.refresh, kernel),
+                            start, start + trial_len)
+            fn_rng, _, _, stats = runner.run(fn_rng, params, state, log_w, 1)
+            accept = float(stats["acceptance_rate"].mean())
+            history.append((start, eps, accept))
+            if abs(accept - target) < 0.1:
+                break
+            eps *= float(np.clip(np.exp(3.0 * (accept - target)), 0.25, 2.0))
+        step_size[start:stop] = eps
+        params = _slice(_step_params(betas, step_size, inv_mass, options.refresh, kernel), start, stop)
+        fn_rng, state, log_w, _ = runner.run(fn_rng, params, state, log_w, 1)
+        if not np.any(np.isfinite(log_w)):
+            raise AnnealingError(
+                "every pilot particle has zero weight (log-likelihood -inf or NaN) during "
+                "tuning; check that the likelihood is finite where the prior puts its mass."
+            )
+        index = systematic_resample(log_w, log_w.size, np_rng)
+        state = {k: v[index] for k, v in state.items()}
+        log_w = np.zeros_like(log_w)
+        progress(stop)
+    return step_size, inv_mass, history
+
+
+def run_ais(
+    path: Path,
+    *,
+    kernel: str = "hais",
+    betas: np.ndarray,
+    draws: int,
+    chains: int,
+    rng: np.random.Generator,
+    backend: str = "numba",
+    tuning: TuningOptions | None = None,
+    num_leapfrog_steps: int = 1,
+    num_chunks: int = 20,
+    progressbar: bool = True,
+) -> AISResult:
+    """Run forward AIS on ``path``; see :func:`pymc_anneal.sample_ais` for the options."""
+    tuning = tuning or TuningOptions()
+    if kernel not in KERNELS:
+        raise AnnealingError(f"unknown kernel {kernel!r}; must be one of {sorted(KERNELS)}.")
+    kernel_obj = KERNELS[kernel](path, **({"num_leapfrog_steps": num_leapfrog_steps}
+                                          if kernel != "metropolis" else {}))
+    num_steps = betas.size - 1
+    num_particles = draws * chains
+    timings = {}
+    t0 = time.perf_counter()
+    chunks = np.unique(np.linspace(0, num_steps, min(num_chunks, num_steps) + 1).round().astype(int))
+    bands = _bands(num_steps, tuning.num_bands)
+    runner = _Runner(path, kernel_obj, backend, num_particles, chains, int(np.diff(chunks).max()))
+    pilot = runner
+    if backend == "jax":
+        pilot = _Runner(path, kernel_obj, backend, tuning.num_pilot, 1,
+                        int(max(b - a for a, b in bands)))
+    timings["compile"] = time.perf_counter() - t0
+
+    from pymc_anneal._progress import annealing_progress
+
+    with annealing_progress(progressbar, path.name, num_steps) as progress:
+        t1 = time.perf_counter()
+        pilot_rng, base_rng, run_rng = rng.spawn(3)
+        step_size, inv_mass, history = _tune(
+            pilot, betas, tuning, kernel_obj, pilot_rng,
+            lambda done: progress("tuning", done),
+        )
+        timings["tuning"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        params = _step_params(betas, step_size, inv_mass, tuning.refresh, kernel_obj)
+        chain_rngs = base_rng.spawn(chains)
+        positions = np.concatenate([path.sample_base(r, draws) for r in chain_rngs])
+        state = runner.initial_state(positions, inv_mass[0], base_rng)
+        log_w = np.full(num_particles, float(path.log_base_normalizer))
+        stats: dict[str, list] = {}
+        for start, stop in zip(chunks[:-1], chunks[1:]):
+            run_rng, state, log_w, chunk_stats = runner.run(
+                run_rng, _slice(params, start, stop), state, log_w, chains)
+            for name, value in chunk_stats.items():
+                stats.setdefault(name, []).append(value)
+            progress("annealing", stop)
+        timings["sampling"] = time.perf_counter() - t2
+    step_stats = {name: np.concatenate(v, axis=0).T for name, v in stats.items()}  # (chains, K)
+    step_stats["log_z"] = step_stats["log_z"] + path.log_base_normalizer
+    log_w = np.asarray(log_w).reshape(chains, draws)
+    return AISResult(
+        positions=np.asarray(state["position"]).reshape(chains, draws, path.num_dims),
+        log_weights=log_w,
+        betas=betas,
+        step_stats=step_stats,
+        step_size=step_size,
+        inv_mass=inv_mass,
+        log_base_normalizer=float(path.log_base_normalizer),
+        timings=timings,
+        settings={"kernel": kernel, "backend": backend, "num_steps": num_steps,
+                  "num_leapfrog_steps": num_leapfrog_steps if kernel != "metropolis" else 0,
+                  "mass_matrix": tuning.mass_matrix, "num_bands": tuning.num_bands,
+                  "num_pilot": tuning.num_pilot, "tuned_step_size": tuning.step_size is None,
+                  "ess": effective_sample_size(log_w)},
+    )

@@ -1,0 +1,83 @@
+r"""NumPy-only estimators on AIS log weights.
+
+For N importance weights :math:`w_i` (given as :math:`\log w_i`):
+
+- :math:`\log \hat Z = \operatorname{logsumexp}(\log w) - \log N`; :math:`\hat Z` is unbiased
+  for Z, so :math:`\log \hat Z` is a stochastic lower bound on :math:`\log Z` (Jensen).
+- weight ESS :math:`= (\sum w)^2 / \sum w^2`.
+- delta-method standard error of :math:`\log \hat Z`:
+  :math:`\sqrt{\widehat{\mathrm{Var}}(w) / (N \bar w^2)}`, with the unbiased sample variance.
+
+Particles whose log weight is ``-inf`` carry zero weight; ``NaN`` is never produced here.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "LogZEstimate",
+    "effective_sample_size",
+    "estimate_log_z",
+    "log_mean_exp",
+    "systematic_resample",
+]
+
+
+class LogZEstimate(NamedTuple):
+    """A log normalizing constant estimate from one set of weighted particles."""
+
+    log_z: float
+    standard_error: float
+    ess: float
+    num_particles: int
+
+
+def _logsumexp(log_w: np.ndarray, axis=-1) -> np.ndarray:
+    m = np.max(log_w, axis=axis, keepdims=True)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(log_w - m_safe), axis=axis, keepdims=True)) + m_safe
+    return np.squeeze(out, axis=axis)
+
+
+def log_mean_exp(log_w, axis=-1) -> np.ndarray:
+    """``log(mean(exp(log_w)))`` along ``axis``, stable and ``-inf`` when all weights are 0."""
+    log_w = np.asarray(log_w, dtype=np.float64)
+    return _logsumexp(log_w, axis=axis) - np.log(log_w.shape[axis])
+
+
+def effective_sample_size(log_w, axis=-1) -> np.ndarray:
+    """Kish's weight ESS ``(sum w)^2 / sum w^2`` (0 when every weight is 0)."""
+    log_w = np.asarray(log_w, dtype=np.float64)
+    lse = _logsumexp(log_w, axis=axis)
+    lse2 = _logsumexp(2.0 * log_w, axis=axis)
+    with np.errstate(invalid="ignore"):
+        ess = np.exp(2.0 * lse - lse2)
+    return np.where(np.isfinite(lse), ess, 0.0)
+
+
+def estimate_log_z(log_w) -> LogZEstimate:
+    """Pool a 1-D array of log weights into :class:`LogZEstimate`."""
+    log_w = np.asarray(log_w, dtype=np.float64).ravel()
+    n = log_w.size
+    log_z = float(log_mean_exp(log_w))
+    if not np.isfinite(log_z):
+        return LogZEstimate(log_z, float("nan"), 0.0, n)
+    w = np.exp(log_w - np.max(log_w))
+    mean = w.mean()
+    var = w.var(ddof=1) if n > 1 else np.inf
+    se = float(np.sqrt(var / (n * mean**2)))
+    return LogZEstimate(log_z, se, float(effective_sample_size(log_w)), n)
+
+
+def systematic_resample(log_w, num_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``num_draws`` equally weighted draws by systematic resampling."""
+    log_w = np.asarray(log_w, dtype=np.float64)
+    w = np.exp(log_w - np.max(log_w))
+    cdf = np.cumsum(w / w.sum())
+    cdf[-1] = 1.0
+    u = (rng.uniform() + np.arange(num_draws)) / num_draws
+    return np.searchsorted(cdf, u, side="right").clip(0, log_w.size - 1)

@@ -1,0 +1,61 @@
+r"""Random-walk Metropolis for annealing (the HAIS paper's first baseline).
+
+Proposal :math:`x' = x + \epsilon\, \sqrt{M^{-1}} \odot z`, :math:`z \sim \mathcal N(0, I)`,
+accepted with probability :math:`\min(1, f_\beta(x') / f_\beta(x))`. Non-finite proposals
+are rejected. Needs no gradients.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.tensor.variable import TensorVariable
+
+from pymc_anneal.kernels.base import Info, Kernel
+from pymc_anneal.paths import Path, PathPoint
+
+__all__ = ["MetropolisState", "build_kernel"]
+
+
+class MetropolisState(NamedTuple):
+    position: TensorVariable  # (N, d)
+    log_base: TensorVariable  # (N,)
+    log_ratio: TensorVariable  # (N,)
+
+
+def build_kernel(path: Path) -> Kernel:
+    """Build a random-walk Metropolis transition for ``path``."""
+
+    def init(position, point: PathPoint, momentum=None):
+        return MetropolisState(position, point.log_base, point.log_ratio)
+
+    def step(rng, state: MetropolisState, beta, params):
+        rng, noise = pt.random.normal(size=state.position.shape, rng=rng, return_next_rng=True)
+        proposal = state.position + params["step_size"] * pt.sqrt(params["inv_mass"]) * noise
+        point = path.evaluate(proposal, gradients=False)
+        log_f_old = state.log_base + beta * state.log_ratio
+        log_f_new = point.log_base + beta * point.log_ratio
+        delta = log_f_new - log_f_old
+        bad = ~pt.isfinite(log_f_new) | pt.isnan(delta)
+        log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
+        rng, uniform = pt.random.uniform(size=log_accept.shape, rng=rng, return_next_rng=True)
+        accepted = pt.log(uniform) < log_accept
+        new_state = MetropolisState(
+            pt.switch(accepted[:, None], proposal, state.position),
+            pt.switch(accepted, point.log_base, state.log_base),
+            pt.switch(accepted, point.log_ratio, state.log_ratio),
+        )
+        return rng, new_state, Info(pt.exp(log_accept), accepted, bad & pt.isfinite(log_f_old))
+
+    return Kernel(
+        name="metropolis",
+        init=init,
+        step=step,
+        state_type=MetropolisState,
+        needs_gradients=False,
+        has_momentum=False,
+        target_acceptance=0.3,
+        structure=("metropolis",),
+    )
