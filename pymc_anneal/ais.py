@@ -171,7 +171,7 @@ def _build_init_function(path: Path, kernel: Kernel, backend: str):
     outputs = [point.log_base, point.log_ratio]
     if kernel.needs_gradients:
         outputs += [point.grad_log_base, point.grad_log_ratio]
-    return compile_one_off([position], outputs)
+    return compile_one_off([position], outputs, backend)
 
 
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -237,9 +237,10 @@ class _Runner:
 def _pad(params, length):
     """Pad per-step parameters with exact no-op steps (JAX needs a static chunk length).
 
-    A step with ``delta_beta = 0``, ``step_size = 0`` and ``refresh = 0`` leaves every
-    kernel's state unchanged (HMC accepts the zero-length move and the momentum's double
-    negation cancels; Metropolis proposes the current point), and adds nothing to the weight.
+    A step with ``delta_beta = 0``, ``step_size = 0`` and ``refresh = 0`` leaves the position,
+    the log weight and the HAIS momentum exactly unchanged (HMC accepts the zero-length move
+    and the momentum's double negation cancels; Metropolis proposes the current point). Plain
+    HMC redraws its momentum, which it never reads before drawing it again.
     """
     extra = length - params["beta"].size
     fill = {"beta": params["beta"][-1], "delta_beta": 0.0, "step_size": 0.0, "refresh": 0.0,
@@ -287,8 +288,8 @@ def _tune(runner, betas, options: TuningOptions, kernel, rng, progress):
     num_steps, d = betas.size - 1, path.num_dims
     target = options.target_acceptance or kernel.target_acceptance
     bands = _bands(num_steps, options.num_bands)
-    step_size = np.empty(num_steps)
-    inv_mass = np.empty((num_steps, d))
+    step_size = np.ones(num_steps)
+    inv_mass = np.ones((num_steps, d))
     base_var = (np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2)
 
     if options.step_size is not None and options.mass_matrix != "adapt":

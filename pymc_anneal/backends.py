@@ -80,16 +80,29 @@ def compile_function(inputs: Sequence, outputs: Sequence, backend: str) -> Compi
     return CompiledFunction(fn, backend, time.perf_counter() - start)
 
 
-def compile_one_off(inputs: Sequence, outputs: Sequence) -> CompiledFunction:
+def compile_one_off(inputs: Sequence, outputs: Sequence, backend: str) -> CompiledFunction:
     """Compile a function called once per run on a batch (initial point, output mapping).
 
     Uses PyTensor's ``FAST_COMPILE`` mode (NumPy implementations, no code generation): such
-    calls are vectorized over particles, so code generation would only add latency. The
-    result is the same on every backend.
+    calls are vectorized over particles, so code generation would only add latency. Python
+    mode cannot evaluate an elementwise op with more than 32 operands (a log density summed
+    from many terms); such a function is recompiled once for ``backend`` at its first call.
     """
     import time
 
     start = time.perf_counter()
-    fn = pytensor.function(list(inputs), list(outputs), mode="FAST_COMPILE",
-                           on_unused_input="ignore")
-    return CompiledFunction(fn, "python", time.perf_counter() - start)
+    fast = pytensor.function(list(inputs), list(outputs), mode="FAST_COMPILE",
+                             on_unused_input="ignore")
+    compiled: list = []
+
+    def call(*args):
+        if not compiled:
+            try:
+                return fast(*args)
+            except NotImplementedError as err:
+                if "32 operands" not in str(err):
+                    raise
+                compiled.append(compile_function(inputs, outputs, backend))
+        return compiled[0](*args)
+
+    return CompiledFunction(call, "python", time.perf_counter() - start)

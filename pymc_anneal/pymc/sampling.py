@@ -25,11 +25,11 @@ def _check_count(name: str, value, minimum: int) -> int:
     return int(value)
 
 
-def _to_variables(mp: ModelPath, positions: np.ndarray) -> dict[str, np.ndarray]:
+def _to_variables(mp: ModelPath, positions: np.ndarray, backend: str) -> dict[str, np.ndarray]:
     chains, draws, d = positions.shape
     batch = pt.matrix("batch", dtype="float64")
     outputs = vectorize_graph(list(mp.output_graph), replace={mp.flat_input: batch})
-    fn = compile_one_off([batch], outputs)
+    fn = compile_one_off([batch], outputs, backend)
     values = fn(positions.reshape(chains * draws, d))
     return {name: np.asarray(v).reshape(chains, draws, *np.shape(v)[1:])
             for name, v in zip(mp.output_names, values)}
@@ -39,7 +39,7 @@ def sample_ais(
     draws: int = 1000,
     *,
     chains: int = 4,
-    num_steps: int | None = 500,
+    num_steps: int | None = 2000,
     schedule="power",
     kernel: str = "hais",
     random_seed=None,
@@ -68,7 +68,7 @@ def sample_ais(
         Particles per chain (>= 2).
     chains : int, default 4
         Independent runs; their spread is an honest check of the standard error.
-    num_steps : int, default 500
+    num_steps : int, default 2000
         Number of temperatures K (>= 1); ``num_steps=1`` is plain importance sampling from
         the prior. Ignored (use ``None``) when ``schedule`` is an array.
     schedule : str or array, default "power"
@@ -148,7 +148,7 @@ def sample_ais(
                      backend=backend, tuning=tuning, num_leapfrog_steps=num_leapfrog_steps,
                      progressbar=progressbar)
     _check_weights(result.log_weights)
-    variables = _to_variables(mp, result.positions)
+    variables = _to_variables(mp, result.positions, backend)
     var_dims = {name: list(dims) for name, dims in model.named_vars_to_dims.items()
                 if name in variables and dims is not None}
     coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}

@@ -1,0 +1,189 @@
+"""Tests of :class:`pymc_anneal.pymc.smc.HMCKernel` inside ``pm.sample_smc``.
+
+Ground truth comes from the closed-form targets of ``tests/analytic.py``: the exact log
+evidence and the conjugate (Gaussian) posterior. All runs use fixed seeds; tolerances are
+derived from Monte Carlo theory (see :func:`_evidence_tolerance`), not tuned until green.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.pymc.smc import HMCKernel
+
+try:  # ``tests`` importable as a package (rootdir on sys.path)
+    from tests import analytic
+except ImportError:  # pytest "prepend" mode puts tests/ itself on sys.path
+    import analytic
+
+DRAWS = 1000
+CHAINS = 2
+THRESHOLD = 0.5  # PyMC's default: each stage's beta is chosen so the weight ESS = 0.5 N
+
+
+def _run(model: pm.Model, draws: int = DRAWS, chains: int = CHAINS, cores: int = 1,
+         seed: int = 20240611, **kernel_kwargs):
+    with model:
+        return pm.sample_smc(
+            draws=draws,
+            chains=chains,
+            kernel=HMCKernel,
+            random_seed=seed,
+            progressbar=False,
+            cores=cores,
+            compute_convergence_checks=False,
+            **kernel_kwargs,
+        )
+
+
+def _per_chain(idata, stat: str) -> list[np.ndarray]:
+    """Per-stage values of ``stat`` for each chain, as float arrays.
+
+    With several chains PyMC 6.4 stores every SMC stat as an ``object`` array (chains may
+    run different numbers of stages): a (chain, stage) array of floats, or a (chain,)
+    array of per-chain lists when the lengths differ. Both iterate as one row per chain.
+    """
+    values = idata.sample_stats[stat].values
+    return [np.asarray(list(row), dtype=float).ravel() for row in values]
+
+
+def _final_log_ml(idata) -> np.ndarray:
+    """Last-stage log marginal likelihood of each chain (earlier stages hold NaN)."""
+    return np.array([row[-1] for row in _per_chain(idata, "log_marginal_likelihood")])
+
+
+def _evidence_tolerance(estimates: np.ndarray, num_stages: float, draws: int) -> float:
+    r"""Four standard errors of the chain-mean log evidence, with a theoretical floor.
+
+    The empirical part, ``4 sd / sqrt(chains)``, alone is unreliable with two chains (one
+    degree of freedom), so it is bounded below by the SMC variance of ESS-adaptive
+    tempering: PyMC picks every beta so the weights' ESS is ``threshold * N``, so each
+    stage's mean incremental weight has relative variance ``(1/threshold - 1) / N`` and
+    with well-mixing mutations the S stages contribute about independently,
+    ``Var(log Z_hat) ~ S (1/threshold - 1) / N`` per chain (Del Moral et al. 2006). Over
+    40 independent runs of this kernel we measured sd(log Z_hat) = 0.142 vs the formula's
+    0.123 (regression, S = 15, N = 1000) and 0.039 vs 0.055 (normal mean, S = 3), and mean
+    errors -0.014 +- 0.022 and +0.007 +- 0.006 (no detectable bias).
+    """
+    chains = estimates.size
+    empirical = 4.0 * estimates.std(ddof=1) / np.sqrt(chains)
+    theoretical = 4.0 * np.sqrt(num_stages * (1.0 / THRESHOLD - 1.0) / (draws * chains))
+    return float(max(empirical, theoretical))
+
+
+def _conjugate_posterior(target: analytic.AnalyticTarget) -> tuple[str, np.ndarray, np.ndarray]:
+    """(variable name, exact posterior mean, exact posterior sd) of a Gaussian target."""
+    p = target.params
+    if "x" not in p:  # normal mean
+        precision = 1.0 / p["prior_sd"] ** 2 + p["y"].size / p["noise_sd"] ** 2
+        mean = (p["prior_mean"] / p["prior_sd"] ** 2 + p["y"].sum() / p["noise_sd"] ** 2)
+        return "mu", np.atleast_1d(mean / precision), np.atleast_1d(precision**-0.5)
+    x, y = p["x"], p["y"]
+    precision = np.eye(x.shape[1]) / p["prior_sd"] ** 2 + x.T @ x / p["noise_sd"] ** 2
+    cov = np.linalg.inv(precision)
+    return "beta", cov @ x.T @ y / p["noise_sd"] ** 2, np.sqrt(np.diag(cov))
+
+
+TARGETS = [analytic.normal_mean(), analytic.linear_regression(num_features=10, n=50)]
+
+
+@pytest.fixture(scope="module", params=TARGETS, ids=[t.name for t in TARGETS])
+def run(request):
+    target = request.param
+    return target, _run(target.build())
+
+
+def test_log_marginal_likelihood_matches_exact(run):
+    target, idata = run
+    estimates = _final_log_ml(idata)
+    assert estimates.shape == (CHAINS,)
+    assert np.all(np.isfinite(estimates))
+    num_stages = np.mean([row.size for row in _per_chain(idata, "beta")])
+    tol = _evidence_tolerance(estimates, num_stages, DRAWS)
+    error = estimates.mean() - target.log_evidence
+    assert abs(error) < tol, (estimates, target.log_evidence, tol)
+
+
+def test_posterior_matches_conjugate(run):
+    target, idata = run
+    name, mean, sd = _conjugate_posterior(target)
+    draws = idata.posterior[name].values.reshape(CHAINS * DRAWS, -1)
+    # Conservative effective sample size: the last reweighting keeps ESS >= threshold * N
+    # per chain and the HMC mutation only decorrelates further (measured: the standardized
+    # errors of the per-chain means have sd ~1.0 at ESS = N, i.e. nearly independent).
+    ess = THRESHOLD * DRAWS * CHAINS
+    np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean), 4.0 * sd / np.sqrt(ess))
+    # sd of a sample sd is sd / sqrt(2 ESS) for Gaussian draws
+    np.testing.assert_array_less(np.abs(draws.std(axis=0) / sd - 1.0), 4.0 / np.sqrt(2 * ess))
+
+
+def test_sample_stats_and_settings(run):
+    target, idata = run
+    for beta in _per_chain(idata, "beta"):
+        assert beta[-1] == 1.0
+        assert np.all(np.diff(beta) > 0)
+    for acc in _per_chain(idata, "mean_accept_rate"):
+        assert np.all((acc >= 0) & (acc <= 1))
+        # step-size adaptation towards 0.8 keeps the acceptance in a sane range
+        assert 0.5 < acc[-1] <= 1.0
+    for eps, gamma in zip(_per_chain(idata, "step_size"), _per_chain(idata, "refresh")):
+        assert np.all(eps > 0)
+        np.testing.assert_allclose(gamma, 1.0 - 0.5**eps)
+    for row in _per_chain(idata, "log_marginal_likelihood"):
+        assert np.all(np.isnan(row[:-1]))
+    attrs = idata.sample_stats.attrs
+    assert attrs["n_steps"] == 10
+    assert attrs["num_leapfrog_steps"] == 1
+    assert attrs["mutation_backend"] == "numba"
+
+
+def test_parallel_chains_pickle():
+    """cores=2 sends the kernel to worker processes (cloudpickle): it must compile there."""
+    target = analytic.normal_mean()
+    draws = 200
+    idata = _run(target.build(), draws=draws, cores=2, seed=7, n_steps=5)
+    estimates = _final_log_ml(idata)
+    assert np.all(np.isfinite(estimates))
+    assert estimates[0] != estimates[1]  # independent chains
+    num_stages = np.mean([row.size for row in _per_chain(idata, "beta")])
+    tol = _evidence_tolerance(estimates, num_stages, draws)
+    assert abs(estimates.mean() - target.log_evidence) < tol
+    assert idata.sample_stats.attrs["n_steps"] == 5
+
+
+def test_kernel_pickles_without_compiled_function():
+    import cloudpickle
+
+    kernel = HMCKernel(draws=10, model=analytic.normal_mean().build())
+    kernel._compile()
+    clone = cloudpickle.loads(cloudpickle.dumps(kernel))
+    assert clone._mutate_fn is None
+    assert clone.num_dims == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_steps": 0}, "n_steps must be a positive integer"),
+        ({"n_steps": 2.5}, "n_steps must be a positive integer"),
+        ({"num_leapfrog_steps": 0}, "num_leapfrog_steps must be a positive integer"),
+        ({"step_size": -1.0}, "step_size must be a positive finite number"),
+        ({"target_accept": 1.0}, "target_accept must lie strictly between 0 and 1"),
+        ({"refresh": 0.0}, r"refresh must lie in \(0, 1\]"),
+        ({"mutation_backend": "fortran"}, "unknown backend"),
+    ],
+)
+def test_invalid_arguments(kwargs, match):
+    with pytest.raises(AnnealingError, match=match):
+        HMCKernel(draws=10, model=analytic.normal_mean().build(), **kwargs)
+
+
+def test_discrete_model_rejected():
+    with pm.Model() as model:
+        n = pm.Poisson("n", 3.0)
+        pm.Normal("y", mu=n, sigma=1.0, observed=[1.0, 2.0])
+    with pytest.raises(AnnealingError, match="discrete free variables"):
+        HMCKernel(draws=10, model=model)
