@@ -4,7 +4,7 @@ PyMC's :func:`pymc.sample_smc` ships independent and random-walk Metropolis muta
 kernels. :class:`HMCKernel` plugs a gradient-based one into the same sampler::
 
     import pymc as pm
-    from pymc_anneal.pymc.smc import HMCKernel
+    from pymc_anneal import HMCKernel
 
     with model:
         idata = pm.sample_smc(kernel=HMCKernel, n_steps=10)
