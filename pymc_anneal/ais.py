@@ -373,6 +373,7 @@ def run_ais(
     from pymc_anneal._progress import annealing_progress
 
     with annealing_progress(progressbar, path.name, num_steps) as progress:
+        progress("tuning", 0)
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)
         step_size, inv_mass, history = _tune(
@@ -380,6 +381,7 @@ def run_ais(
             lambda done: progress("tuning", done),
         )
         timings["tuning"] = time.perf_counter() - t1
+        progress("annealing", 0)
         t2 = time.perf_counter()
         params = _step_params(betas, step_size, inv_mass, tuning.refresh, kernel_obj)
         chain_rngs = base_rng.spawn(chains)

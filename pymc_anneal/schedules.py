@@ -122,17 +122,20 @@ def validate_schedule(betas) -> np.ndarray:
             f"got shape {arr.shape}."
         )
     if not np.all(np.isfinite(arr)):
-        raise AnnealingError(f"schedule contains non-finite values: {arr[~np.isfinite(arr)][:5]}.")
+        raise AnnealingError(
+            f"schedule contains non-finite values: {arr[~np.isfinite(arr)][:5].tolist()}."
+        )
     if arr[0] != 0.0 or arr[-1] != 1.0:
         raise AnnealingError(
-            f"schedule must start at exactly 0 and end at exactly 1, got {arr[0]!r} ... {arr[-1]!r}."
+            "schedule must start at exactly 0 and end at exactly 1, got "
+            f"{float(arr[0])!r} ... {float(arr[-1])!r}."
         )
     steps = np.diff(arr)
     if np.any(steps <= 0):
         k = int(np.argmax(steps <= 0))
         raise AnnealingError(
             "schedule must be strictly increasing, but beta[{0}] = {1!r} >= beta[{2}] = {3!r}.".format(
-                k, arr[k], k + 1, arr[k + 1]
+                k, float(arr[k]), k + 1, float(arr[k + 1])
             )
         )
     return arr

@@ -10,16 +10,18 @@ and the graphs vectorized over a leading particle axis with ``vectorize_graph``.
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.continuous import Flat, HalfFlat
 from pymc.initial_point import make_initial_point_expression
-from pymc.pytensorf import join_nonshared_inputs
+from pymc.pytensorf import compile as compile_pymc
+from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
 from pytensor.graph.replace import vectorize_graph
 
+from pymc_anneal.backends import compile_one_off
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
 
@@ -37,6 +39,20 @@ class ModelPath:
     output_names: tuple[str, ...]
     output_graph: tuple  # graphs of the ravelled vector (symbol ``flat_input``)
     flat_input: pt.TensorVariable
+    _output_functions: dict = field(default_factory=dict, repr=False)
+
+    def to_variables(self, positions: np.ndarray, backend: str) -> dict[str, np.ndarray]:
+        """Map particles (chains, draws, d) in value space to the model's variables
+        (free variables on their constrained scale, and Deterministics)."""
+        fn = self._output_functions.get(backend)
+        if fn is None:
+            batch = pt.matrix("batch", dtype="float64")
+            outputs = vectorize_graph(list(self.output_graph), replace={self.flat_input: batch})
+            fn = self._output_functions[backend] = compile_one_off([batch], outputs, backend)
+        chains, draws, d = positions.shape
+        values = fn(positions.reshape(chains * draws, d))
+        return {name: np.asarray(v).reshape(chains, draws, *np.shape(v)[1:])
+                for name, v in zip(self.output_names, values)}
 
 
 def _check_model(model: pm.Model) -> None:
@@ -112,10 +128,12 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
         return_transformed=True,
     )
     flat_draw = pt.concatenate([pt.as_tensor(e).ravel().astype("float64") for e in draw_exprs])
+    draw_rngs = find_rng_nodes([flat_draw])
+    draw_fn = compile_pymc(inputs=[], outputs=flat_draw, random_seed=False)  # compiled once
 
     def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
-        seed = int(rng.integers(2**31))
-        draws = pm.draw(flat_draw, draws=num_draws, random_seed=seed)
+        reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
+        draws = np.stack([draw_fn() for _ in range(num_draws)])
         return np.asarray(draws, dtype=np.float64).reshape(num_draws, num_dims)
 
     slices, start = [], 0

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
-from pytensor.graph.replace import vectorize_graph
-import pytensor.tensor as pt
 import xarray as xr
 
 from pymc_anneal.ais import TuningOptions, run_ais
-from pymc_anneal.backends import compile_one_off, validate_backend
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.backends import validate_backend
+from pymc_anneal.estimators import effective_sample_size
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
-from pymc_anneal.pymc.adapter import ModelPath, model_path
+from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
 
 __all__ = ["sample_ais"]
@@ -23,16 +24,6 @@ def _check_count(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise AnnealingError(f"{name} must be an integer >= {minimum}, got {value!r}.")
     return int(value)
-
-
-def _to_variables(mp: ModelPath, positions: np.ndarray, backend: str) -> dict[str, np.ndarray]:
-    chains, draws, d = positions.shape
-    batch = pt.matrix("batch", dtype="float64")
-    outputs = vectorize_graph(list(mp.output_graph), replace={mp.flat_input: batch})
-    fn = compile_one_off([batch], outputs, backend)
-    values = fn(positions.reshape(chains * draws, d))
-    return {name: np.asarray(v).reshape(chains, draws, *np.shape(v)[1:])
-            for name, v in zip(mp.output_names, values)}
 
 
 def sample_ais(
@@ -148,7 +139,7 @@ def sample_ais(
                      backend=backend, tuning=tuning, num_leapfrog_steps=num_leapfrog_steps,
                      progressbar=progressbar)
     _check_weights(result.log_weights)
-    variables = _to_variables(mp, result.positions, backend)
+    variables = mp.to_variables(result.positions, backend)
     var_dims = {name: list(dims) for name, dims in model.named_vars_to_dims.items()
                 if name in variables and dims is not None}
     coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
@@ -159,10 +150,24 @@ def sample_ais(
                               "model": model.name or None})
 
 
-def _check_weights(log_w: np.ndarray) -> None:
+LOW_ESS_FRACTION = 0.05
+"""Below this fraction of weight ESS to particles, ``sample_ais`` warns."""
+
+
+def _check_weights(log_w: np.ndarray, stacklevel: int = 3) -> None:
+    """Error when every weight is zero; :class:`AnnealingWarning` when the ESS is low."""
     if not np.any(np.isfinite(log_w)):
         raise AnnealingError(
             "every particle has zero weight: the log-likelihood is -inf or NaN at all prior "
             "draws. Check the observed data against the likelihood's support, and that the "
             "priors put mass where the data are possible."
+        )
+    ess = float(effective_sample_size(log_w.ravel()))
+    if ess < LOW_ESS_FRACTION * log_w.size:
+        warnings.warn(
+            f"the weight ESS is {ess:.1f} of {log_w.size} particles "
+            f"({100 * ess / log_w.size:.2g}%): the evidence estimate and its standard error "
+            "are unreliable. Increase num_steps (more temperatures) before increasing draws.",
+            AnnealingWarning,
+            stacklevel=stacklevel,
         )

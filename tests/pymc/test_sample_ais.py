@@ -249,3 +249,13 @@ def test_model_with_many_log_density_terms():
     exact = stats.norm.logpdf(0.3, 0.0, np.sqrt(1.0 + 1.0 / 40))
     est = pa.log_evidence(idata)
     assert abs(est.log_evidence - exact) < 3 * est.standard_error + 1e-3
+
+
+def test_low_ess_warns_with_our_warning_class():
+    from pymc_anneal.pymc.sampling import _check_weights
+
+    log_w = np.zeros((2, 100))
+    log_w[0, 0] = 50.0  # one particle dominates: ESS ~ 1 of 200
+    with pytest.warns(pa.AnnealingWarning, match=r"weight ESS is 1.0 of 200 particles.*num_steps"):
+        _check_weights(log_w, stacklevel=2)
+    _check_weights(np.zeros((2, 100)))  # equal weights: no warning (warnings are errors here)
