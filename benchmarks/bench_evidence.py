@@ -49,8 +49,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-# ``_step_params`` in pymc_anneal/ais.py divides uninitialised rows of the per-step arrays
-# during tuning (the rows are then sliced away): harmless, but it floods the output.
+# Some versions of ``_step_params`` in pymc_anneal/ais.py divide uninitialised rows of the
+# per-step arrays during tuning (the rows are then sliced away): harmless, but it floods the
+# output with RuntimeWarnings.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pymc_anneal\.ais")
 
 import numpy as np  # noqa: E402
@@ -128,15 +129,31 @@ def run_smc(model, seed: int, exact: float, draws: int, chains: int) -> Run:
 
 
 def run_ais(model, seed: int, exact: float, name: str, kwargs: dict, backend: str) -> Run:
-    t0, c0 = time.perf_counter(), time.process_time()
-    with model:
-        idata = pa.sample_ais(random_seed=seed, progressbar=False, backend=backend, **kwargs)
-    est = pa.log_evidence(idata)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pa.AnnealingWarning)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with model:
+            idata = pa.sample_ais(random_seed=seed, progressbar=False, backend=backend, **kwargs)
+        est = pa.log_evidence(idata)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    for w in caught:  # anything but the package's own warnings is shown as usual
+        if not issubclass(w.category, pa.AnnealingWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    messages = sorted({str(w.message) for w in caught
+                       if issubclass(w.category, pa.AnnealingWarning)})
     timings = json.loads(idata.attrs.get("timings", "{}"))
     return Run(name, seed, float(est.log_evidence), float(est.log_evidence) - exact, wall, cpu,
                standard_error=float(est.standard_error), chain_sd=float(est.chain_sd),
-               ess=float(est.ess), timings=timings)
+               ess=float(est.ess), timings=timings, extra={"warnings": messages})
+
+
+def warn_note(run: Run) -> str:
+    """Short marker for a run during which pymc_anneal emitted an AnnealingWarning."""
+    messages = run.extra.get("warnings", [])
+    if not messages:
+        return ""
+    first = messages[0].split(":")[0]
+    return f"  [AnnealingWarning: {first}{' ...' if len(messages) > 1 else ''}]"
 
 
 # ---------------------------------------------------------------------------------------
@@ -157,6 +174,7 @@ def summarize(runs: list[Run]) -> dict:
         "ess": float(np.mean([r.ess for r in runs])),
         "wall": float(statistics.median(walls)),
         "cpu_frac": float(statistics.median(r.cpu / r.wall for r in runs)),
+        "warned": sum(bool(r.extra.get("warnings")) for r in runs),
         "timings": {k: float(statistics.median(r.timings.get(k, float("nan")) for r in runs))
                     for k in ("compile", "tuning", "sampling")},
     }
@@ -232,6 +250,17 @@ def cold_compile(backend: str) -> dict:
 # main
 
 
+def source_fingerprint() -> str:
+    """Short hash of the package's .py sources: ties a table to the code it measured."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted((REPO_ROOT / "pymc_anneal").rglob("*.py")):
+        digest.update(path.relative_to(REPO_ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def parse_extra(spec: str) -> tuple[str, dict]:
     """``NAME:key=value,key=value`` -> (NAME, kwargs) with int/float/str values."""
     name, _, rest = spec.partition(":")
@@ -272,6 +301,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cold-compile", action="store_true",
                         help="also time a first call in a new process with empty "
                              "PyTensor/Numba caches (about a minute)")
+    parser.add_argument("--blas-threads", type=int, metavar="N",
+                        help="limit BLAS (OpenBLAS/MKL) threads with threadpoolctl, e.g. 1 "
+                             "for a single-core comparison (default: leave as is)")
     parser.add_argument("--json", type=Path, help="write all raw results to this file")
     args = parser.parse_args(argv)
 
@@ -293,13 +325,27 @@ def main(argv=None) -> int:
     import numba
     import pytensor
 
+    blas = "unknown"
+    try:
+        import threadpoolctl
+
+        if args.blas_threads is not None:
+            threadpoolctl.threadpool_limits(args.blas_threads, user_api="blas")
+        counts = {i["num_threads"] for i in threadpoolctl.threadpool_info()
+                  if i["user_api"] == "blas"}
+        blas = ",".join(map(str, sorted(counts))) or "none"
+    except ImportError:
+        if args.blas_threads is not None:
+            print("warning: --blas-threads needs threadpoolctl, which is not installed; "
+                  "set OPENBLAS_NUM_THREADS/OMP_NUM_THREADS in the environment instead")
+
     load_start = os.getloadavg()
     started = _dt.datetime.now().isoformat(timespec="seconds")
     print(f"bench_evidence  {started}  {platform.node()}  cores={os.cpu_count()}  "
           f"loadavg={load_start[0]:.2f}")
     print(f"python {platform.python_version()}  pymc {pm.__version__}  pytensor "
           f"{pytensor.__version__}  numba {numba.__version__}  pymc_anneal {pa.__version__}  "
-          f"backend={args.backend}")
+          f"(src {source_fingerprint()})  backend={args.backend}  BLAS threads={blas}")
     print(f"models={','.join(names)}  reps={reps}  SMC {SMC_KWARGS}  AIS settings: "
           + "; ".join(f"{k} {v}" for k, v in ais_settings.items()))
     print(flush=True)
@@ -320,7 +366,8 @@ def main(argv=None) -> int:
             warm[s_name] = {"wall": r.wall, "timings": r.timings,
                             "first_in_process": not first_call_done}
             first_call_done = True
-            print(f"  warm-up {s_name:<10} {r.wall:8.2f} s  timings {r.timings}", flush=True)
+            print(f"  warm-up {s_name:<10} {r.wall:8.2f} s  err={r.error:+.4f}  timings "
+                  f"{r.timings}" + warn_note(r), flush=True)
         r = run_smc(model, args.seed - 1, exact, args.smc_warmup_draws, 1)
         warm["smc"] = {"wall": r.wall}
         print(f"  warm-up smc        {r.wall:8.2f} s  (draws={args.smc_warmup_draws}, "
@@ -339,8 +386,8 @@ def main(argv=None) -> int:
                     r = run_ais(model, seed, exact, method, ais_settings[method], args.backend)
                 runs[method].append(r)
                 print(f"  rep {rep} {method:<10} log Z={r.log_evidence:11.4f}  "
-                      f"err={r.error:+9.4f}  wall={r.wall:8.2f} s  cpu/wall={r.cpu / r.wall:.2f}",
-                      flush=True)
+                      f"err={r.error:+9.4f}  wall={r.wall:8.2f} s  cpu/wall={r.cpu / r.wall:.2f}"
+                      + warn_note(r), flush=True)
         summary = {k: summarize(v) for k, v in runs.items()}
         results[name] = {"num_dims": target.num_dims, "exact": exact, "warmup": warm,
                          "summary": summary,
@@ -362,14 +409,17 @@ def main(argv=None) -> int:
         for method, s in res["summary"].items():
             rows.append([name if method == "smc" else "", res["num_dims"] if method == "smc"
                          else "", method, g(s["bias"]), g(s["mae"]), g(s["rmse"]),
-                         g(s["se"]), g(s["chain_sd"]), f(s["ess"], 0), f(s["wall"], 2),
-                         f(s["cpu_frac"], 2), f(s["wall"] / smc_wall, 3)])
+                         g(s["se"]), g(s["chain_sd"]), f(s["ess"], 0),
+                         "-" if method == "smc" else f"{s['warned']}/{s['n']}",
+                         f(s["wall"], 2), f(s["cpu_frac"], 2), f(s["wall"] / smc_wall, 3)])
     print(table(["model", "d", "method", "bias", "mean|err|", "RMSE", "mean SE", "chain SD",
-                 "ESS", "wall s", "cpu/wall", "wall/SMC"], rows, align="lrl" + "r" * 9))
+                 "ESS", "warned", "wall s", "cpu/wall", "wall/SMC"], rows,
+                align="lrl" + "r" * 10))
     print()
     print("mean SE: pa.log_evidence standard_error (AIS only); chain SD: sd of the per-chain "
-          "estimates / sqrt(chains);\nESS: weight ESS of the pooled particles; wall s: median; "
-          "cpu/wall < ~0.9 on a single-threaded run means it waited for a core.")
+          "estimates / sqrt(chains);\nESS: weight ESS of the pooled particles; warned: reps "
+          "in which sample_ais emitted an AnnealingWarning;\nwall s: median; cpu/wall < ~0.9 "
+          "means the process waited for a core, > 1 that it ran threads on both cores.")
     print()
 
     # ---------------------------------------------------------------- verdicts
@@ -439,7 +489,7 @@ def main(argv=None) -> int:
               "affected.")
 
     if args.json:
-        payload = {"started": started, "host": platform.node(), "cores": os.cpu_count(),
+        payload = {"started": started, "source_fingerprint": source_fingerprint(), "host": platform.node(), "cores": os.cpu_count(),
                    "loadavg": [load_start, load_end], "reps": reps,
                    "smc": SMC_KWARGS, "ais_settings": ais_settings, "results": results,
                    "cold_compile": cold}

@@ -42,7 +42,7 @@ from pymc_anneal.kernels import KERNELS, Kernel
 from pymc_anneal.kernels.hmc import default_refresh
 from pymc_anneal.paths import Path
 
-__all__ = ["AISResult", "TuningOptions", "run_ais"]
+__all__ = ["AISResult", "TuningOptions", "equal_length_schedule", "run_ais"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class TuningOptions:
     refresh : float or None
         Momentum refresh fraction gamma in (0, 1] for HAIS; ``None`` randomizes half the
         momentum power per unit time, ``1 - 2**-step_size``.
+    adapt_schedule : bool
+        Re-space the schedule to equal thermodynamic length from the pilot's estimates of
+        Var(log ratio) along the path (:func:`equal_length_schedule`), then freeze it.
     """
 
     step_size: float | None = None
@@ -73,6 +76,7 @@ class TuningOptions:
     num_pilot: int = 256
     target_acceptance: float | None = None
     refresh: float | None = None
+    adapt_schedule: bool = False
 
 
 @dataclass
@@ -147,12 +151,20 @@ def _build_chunk_function(
         ess = pt.switch(pt.isfinite(lse), pt.exp(2.0 * lse - lse2), 0.0)
         accept = info.acceptance_rate.reshape((chains, -1)).mean(axis=1)
         diverge = info.is_divergent.reshape((chains, -1)).sum(axis=1)
-        return (rng_k, *state, log_w, accept, diverge.astype("int64"), log_z, ess)
+        # Var_{beta_k}(log ratio) per chain, from the weighted particles: the schedule's
+        # "speed" (thermodynamic length element sd * d beta) used by the adaptive schedule
+        weights = pt.exp(per_chain - lse[:, None])
+        ratio = state.log_ratio.reshape((chains, -1))
+        ratio = pt.switch(pt.isfinite(ratio) & (weights > 0), ratio, 0.0)
+        mean = (weights * ratio).sum(axis=1)
+        ratio_var = (weights * (ratio - mean[:, None]) ** 2).sum(axis=1)
+        ratio_var = pt.switch(pt.isfinite(lse), ratio_var, 0.0)
+        return (rng_k, *state, log_w, accept, diverge.astype("int64"), log_z, ess, ratio_var)
 
     outputs = pytensor.scan(
         one_step,
         sequences=[beta, delta_beta, step_size, refresh, inv_mass, momentum_scale],
-        outputs_info=[rng, *state_in, log_weight, None, None, None, None],
+        outputs_info=[rng, *state_in, log_weight, None, None, None, None, None],
         non_sequences=[num_chains_graph],
         return_updates=False,
     )
@@ -229,9 +241,10 @@ class _Runner:
         rng = out[0]
         new_state = dict(zip(fields, out[1:1 + len(fields)]))
         log_w = out[1 + len(fields)]
-        accept, diverge, log_z, ess = (np.asarray(o)[:length] for o in out[2 + len(fields):])
+        accept, diverge, log_z, ess, ratio_var = (np.asarray(o)[:length]
+                                                  for o in out[2 + len(fields):])
         return rng, new_state, log_w, {"acceptance_rate": accept, "divergences": diverge,
-                                       "log_z": log_z, "ess": ess}
+                                       "log_z": log_z, "ess": ess, "log_ratio_var": ratio_var}
 
 
 def _pad(params, length):
@@ -292,16 +305,16 @@ def _tune(runner, betas, options: TuningOptions, kernel, rng, progress):
     inv_mass = np.ones((num_steps, d))
     base_var = (np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2)
 
-    if options.step_size is not None and options.mass_matrix != "adapt":
+    ratio_var = np.full(num_steps, np.nan)
+    if options.step_size is not None and options.mass_matrix != "adapt" and not options.adapt_schedule:
         fixed = base_var if options.mass_matrix == "base" else np.ones(d)
-        return np.full(num_steps, float(options.step_size)), np.tile(fixed, (num_steps, 1)), []
+        return np.full(num_steps, float(options.step_size)), np.tile(fixed, (num_steps, 1)), ratio_var
 
     np_rng, fn_rng = rng.spawn(2)
     positions = path.sample_base(np_rng, options.num_pilot)
     log_w = np.zeros(options.num_pilot)
     state = runner.initial_state(positions, np.ones(d), np_rng)
     eps = float(options.step_size or (0.5 if kernel.has_momentum else 1.0) * d ** -0.25)
-    history = []
     for start, stop in bands:
         if options.mass_matrix == "adapt":
             var = _weighted_variance(state["position"], log_w)
@@ -318,13 +331,13 @@ def _tune(runner, betas, options: TuningOptions, kernel, rng, progress):
                             start, start + trial_len)
             fn_rng, _, _, stats = runner.run(fn_rng, params, state, log_w, 1)
             accept = float(stats["acceptance_rate"].mean())
-            history.append((start, eps, accept))
             if abs(accept - target) < 0.1:
                 break
             eps *= float(np.clip(np.exp(3.0 * (accept - target)), 0.25, 2.0))
         step_size[start:stop] = eps
         params = _slice(_step_params(betas, step_size, inv_mass, options.refresh, kernel), start, stop)
-        fn_rng, state, log_w, _ = runner.run(fn_rng, params, state, log_w, 1)
+        fn_rng, state, log_w, band_stats = runner.run(fn_rng, params, state, log_w, 1)
+        ratio_var[start:stop] = band_stats["log_ratio_var"][:, 0]
         if not np.any(np.isfinite(log_w)):
             raise AnnealingError(
                 "every pilot particle has zero weight (log-likelihood -inf or NaN) during "
@@ -334,7 +347,29 @@ def _tune(runner, betas, options: TuningOptions, kernel, rng, progress):
         state = {k: v[index] for k, v in state.items()}
         log_w = np.zeros_like(log_w)
         progress(stop)
-    return step_size, inv_mass, history
+    return step_size, inv_mass, ratio_var
+
+
+def equal_length_schedule(betas: np.ndarray, ratio_var: np.ndarray, num_steps: int,
+                          mix: float = 0.1) -> np.ndarray:
+    r"""Re-space a schedule to equal thermodynamic length.
+
+    With perfect transitions the variance of the log weights is
+    :math:`\sum_k (\Delta\beta_k)^2 \operatorname{Var}_{\beta_k}(\ell)`; for a fixed number
+    of steps it is smallest when every step has the same length
+    :math:`\Delta\beta_k \operatorname{sd}_{\beta_k}(\ell)`. ``ratio_var`` holds the pilot's
+    estimates on the grid ``betas[1:]``; a fraction ``mix`` of each step keeps the original
+    spacing, so no region of the path is left without steps when an estimate is poor.
+    """
+    sd = np.sqrt(np.where(np.isfinite(ratio_var) & (ratio_var > 0), ratio_var, 0.0))
+    floor = 1e-3 * (np.median(sd[sd > 0]) if np.any(sd > 0) else 1.0)
+    length = np.maximum(sd, floor) * np.diff(betas)
+    length = (1.0 - mix) * length / length.sum() + mix * np.diff(betas)
+    cumulative = np.concatenate([[0.0], np.cumsum(length)])
+    cumulative /= cumulative[-1]
+    new = np.interp(np.linspace(0.0, 1.0, num_steps + 1), cumulative, betas)
+    new[0], new[-1] = 0.0, 1.0
+    return new
 
 
 def run_ais(
@@ -376,10 +411,16 @@ def run_ais(
         progress("tuning", 0)
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)
-        step_size, inv_mass, history = _tune(
+        step_size, inv_mass, ratio_var = _tune(
             pilot, betas, tuning, kernel_obj, pilot_rng,
             lambda done: progress("tuning", done),
         )
+        if tuning.adapt_schedule:
+            pilot_betas = betas
+            betas = equal_length_schedule(pilot_betas, ratio_var, num_steps)
+            # each new step takes the tuned parameters of the pilot step at its beta
+            index = np.searchsorted(pilot_betas[1:], betas[1:], side="left").clip(0, num_steps - 1)
+            step_size, inv_mass = step_size[index], inv_mass[index]
         timings["tuning"] = time.perf_counter() - t1
         progress("annealing", 0)
         t2 = time.perf_counter()

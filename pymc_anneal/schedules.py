@@ -142,12 +142,18 @@ def validate_schedule(betas) -> np.ndarray:
 
 
 def make_schedule(schedule, num_steps: int | None) -> np.ndarray:
-    """Resolve ``schedule`` (a name from :data:`SCHEDULES` or an array) to validated betas."""
+    """Resolve ``schedule`` (a name from :data:`SCHEDULES`, ``"adaptive"`` or an array).
+
+    ``"adaptive"`` returns the pilot's grid (:func:`power`); the driver then re-spaces it to
+    equal thermodynamic length (:func:`pymc_anneal.ais.equal_length_schedule`).
+    """
     if isinstance(schedule, str):
+        if schedule == "adaptive":  # the pilot's grid; the driver re-spaces it
+            return power(num_steps)
         if schedule not in SCHEDULES:
             raise AnnealingError(
-                f"unknown schedule {schedule!r}; must be one of {sorted(SCHEDULES)} or an array "
-                "of inverse temperatures."
+                f"unknown schedule {schedule!r}; must be one of "
+                f"{sorted([*SCHEDULES, 'adaptive'])} or an array of inverse temperatures."
             )
         return SCHEDULES[schedule](num_steps)
     betas = validate_schedule(schedule)

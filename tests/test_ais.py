@@ -35,3 +35,25 @@ def test_nan_log_likelihood_gives_zero_weight_never_nan():
     exact = -np.log(2 * np.sqrt(2))
     assert abs(est.log_z - exact) < 3 * est.standard_error, (est, exact)
     assert not np.any(np.isnan(result.step_stats["log_z"]))
+
+
+def test_equal_length_schedule_equalizes_sd_times_dbeta():
+    """For Var_beta = c / beta^2 (a Gaussian likelihood's profile) the equal-length schedule
+    is geometric; every step then has the same sd * d beta (up to the mixing fraction)."""
+    from pymc_anneal.ais import equal_length_schedule
+
+    grid = np.linspace(0.0, 1.0, 20001) ** 4
+    var = 50.0 / np.maximum(grid[1:], 1e-3) ** 2
+    betas = equal_length_schedule(grid, var, 200, mix=0.0)
+    assert betas[0] == 0.0 and betas[-1] == 1.0 and np.all(np.diff(betas) > 0)
+    sd = np.sqrt(50.0) / np.maximum(betas[1:], 1e-3)
+    lengths = sd * np.diff(betas)
+    inner = lengths[20:-1]  # away from the floor at 1e-3 and the endpoints
+    assert inner.std() / inner.mean() < 0.05
+    # a flat profile gives the original spacing back, and mix keeps coverage everywhere
+    np.testing.assert_allclose(equal_length_schedule(np.linspace(0, 1, 11), np.ones(10), 10),
+                               np.linspace(0, 1, 11), atol=1e-12)
+    spiky = np.ones(100)
+    spiky[:5] = 1e8
+    mixed = equal_length_schedule(np.linspace(0, 1, 101), spiky, 100, mix=0.1)
+    assert np.sum(mixed > 0.05) >= 10  # at least ~mix of the steps remain past the spike

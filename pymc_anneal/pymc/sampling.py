@@ -10,7 +10,7 @@ import xarray as xr
 
 from pymc_anneal.ais import TuningOptions, run_ais
 from pymc_anneal.backends import validate_backend
-from pymc_anneal.estimators import effective_sample_size
+from pymc_anneal.estimators import estimate_log_z, log_mean_exp
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
@@ -134,7 +134,8 @@ def sample_ais(
     rng = np.random.default_rng(seed_seq)
     tuning = TuningOptions(step_size=step_size, mass_matrix=mass_matrix,
                            num_bands=num_tuning_bands, num_pilot=num_pilot,
-                           target_acceptance=target_acceptance, refresh=momentum_refresh)
+                           target_acceptance=target_acceptance, refresh=momentum_refresh,
+                           adapt_schedule=isinstance(schedule, str) and schedule == "adaptive")
     result = run_ais(mp.path, kernel=kernel, betas=betas, draws=draws, chains=chains, rng=rng,
                      backend=backend, tuning=tuning, num_leapfrog_steps=num_leapfrog_steps,
                      progressbar=progressbar)
@@ -152,17 +153,34 @@ def sample_ais(
 
 LOW_ESS_FRACTION = 0.05
 """Below this fraction of weight ESS to particles, ``sample_ais`` warns."""
+CHAIN_DISAGREEMENT = 3.0
+"""``sample_ais`` warns when the chains' spread exceeds this many reported standard errors
+(a false alarm has probability 0.3% with 2 chains and about 1e-5 with 4 if the error is right)."""
 
 
 def _check_weights(log_w: np.ndarray, stacklevel: int = 3) -> None:
-    """Error when every weight is zero; :class:`AnnealingWarning` when the ESS is low."""
+    """Error when every weight is zero; :class:`AnnealingWarning` when the weight ESS is low
+    or the chains disagree beyond their standard error."""
     if not np.any(np.isfinite(log_w)):
         raise AnnealingError(
             "every particle has zero weight: the log-likelihood is -inf or NaN at all prior "
             "draws. Check the observed data against the likelihood's support, and that the "
             "priors put mass where the data are possible."
         )
-    ess = float(effective_sample_size(log_w.ravel()))
+    pooled = estimate_log_z(log_w.ravel())
+    per_chain = log_mean_exp(log_w, axis=1)
+    if log_w.shape[0] > 1 and np.all(np.isfinite(per_chain)):
+        chain_sd = per_chain.std(ddof=1) / np.sqrt(per_chain.size)
+        if chain_sd > CHAIN_DISAGREEMENT * pooled.standard_error:
+            warnings.warn(
+                f"the chains disagree: their log evidence estimates {np.round(per_chain, 3).tolist()} "
+                f"spread by {chain_sd:.3g} (sd / sqrt(chains)), more than "
+                f"{CHAIN_DISAGREEMENT:g} times the reported standard error "
+                f"{pooled.standard_error:.3g}, so that error is too small. Increase num_steps.",
+                AnnealingWarning,
+                stacklevel=stacklevel,
+            )
+    ess = pooled.ess
     if ess < LOW_ESS_FRACTION * log_w.size:
         warnings.warn(
             f"the weight ESS is {ess:.1f} of {log_w.size} particles "

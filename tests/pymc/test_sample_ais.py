@@ -255,7 +255,18 @@ def test_low_ess_warns_with_our_warning_class():
     from pymc_anneal.pymc.sampling import _check_weights
 
     log_w = np.zeros((2, 100))
-    log_w[0, 0] = 50.0  # one particle dominates: ESS ~ 1 of 200
-    with pytest.warns(pa.AnnealingWarning, match=r"weight ESS is 1.0 of 200 particles.*num_steps"):
+    log_w[:, 0] = 50.0  # one particle per chain dominates: ESS 2 of 200, chains agree
+    with pytest.warns(pa.AnnealingWarning, match=r"weight ESS is 2.0 of 200 particles.*num_steps"):
         _check_weights(log_w, stacklevel=2)
     _check_weights(np.zeros((2, 100)))  # equal weights: no warning (warnings are errors here)
+
+
+def test_disagreeing_chains_warn():
+    from pymc_anneal.pymc.sampling import _check_weights
+
+    rng = np.random.default_rng(0)
+    log_w = rng.normal(0.0, 0.1, size=(4, 500))
+    _check_weights(log_w)  # consistent chains: no warning (warnings are errors here)
+    log_w[0] += 1.0  # one chain is off by a nat
+    with pytest.warns(pa.AnnealingWarning, match="the chains disagree.*Increase num_steps"):
+        _check_weights(log_w, stacklevel=2)
