@@ -45,7 +45,7 @@ def build_models(dose, response):
 
 def main(fast: bool = False) -> dict[str, pa.EvidenceEstimate]:
     dose, response = make_data()
-    settings = dict(draws=300, chains=2, num_steps=100) if fast else {}
+    settings = dict(draws=300, chains=2, num_steps=1000) if fast else {}
     results = {}
     for name, model in build_models(dose, response).items():
         start = time.perf_counter()
