@@ -2,6 +2,9 @@
 
 __version__ = "0.1.0"
 
+from pymc_anneal import energy, plots  # noqa: E402
+from pymc_anneal.anneal import ais  # noqa: E402
+from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength  # noqa: E402
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence  # noqa: E402
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning  # noqa: E402
 from pymc_anneal.pymc.sampling import sample_ais  # noqa: E402
@@ -10,9 +13,16 @@ from pymc_anneal.pymc.smc import HMCKernel  # noqa: E402
 __all__ = [
     "AnnealingError",
     "AnnealingWarning",
+    "BayesFactor",
     "EvidenceEstimate",
     "HMCKernel",
     "__version__",
+    "ais",
+    "bayes_factor",
+    "compare",
+    "energy",
+    "evidence_strength",
     "log_evidence",
+    "plots",
     "sample_ais",
 ]

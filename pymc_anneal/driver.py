@@ -40,7 +40,7 @@ from pymc_anneal.estimators import effective_sample_size, systematic_resample
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels import KERNELS, Kernel
 from pymc_anneal.kernels.hmc import default_refresh
-from pymc_anneal.paths import Path
+from pymc_anneal.paths import GibbsPath, Path
 
 __all__ = ["AISResult", "TuningOptions", "equal_length_schedule", "run_ais"]
 
@@ -104,12 +104,12 @@ def _logsumexp_rows(x):
     return pt.log(pt.exp(x - m).sum(axis=1)) + m[:, 0]
 
 
-def _state_inputs(kernel: Kernel, num_dims: int, num_particles: int | None):
+def _state_inputs(kernel: Kernel, num_dims: int, num_particles: int | None, dtype: str):
     inputs = []
     for name in kernel.state_type._fields:
         matrix = name in ("position", "momentum") or name.startswith("grad")
         shape = (num_particles, num_dims) if matrix else (num_particles,)
-        inputs.append(pt.tensor(name, dtype="float64", shape=shape))
+        inputs.append(pt.tensor(name, dtype=dtype if name == "position" else "float64", shape=shape))
     return inputs
 
 
@@ -125,11 +125,19 @@ def _build_chunk_function(
     """
     d = path.num_dims
     rng = random_generator_type("rng")
+    gibbs = isinstance(path, GibbsPath)
+    if gibbs and num_particles is None:
+        d = None  # one compiled function serves every model size of this structure
     beta, delta_beta, step_size, refresh = (pt.tensor(n, dtype="float64", shape=(num_steps,))
                                             for n in ("beta", "delta_beta", "step_size", "refresh"))
     inv_mass = pt.tensor("inv_mass", dtype="float64", shape=(num_steps, d))
     momentum_scale = pt.tensor("momentum_scale", dtype="float64", shape=(num_steps, d))
-    state_in = _state_inputs(kernel, d, num_particles)
+    state_in = _state_inputs(kernel, d, num_particles, path.dtype if gibbs else "float64")
+    param_names = sorted(path.parameters) if gibbs else []
+    # static parameter shapes where the other sizes are static too (JAX), else symbolic
+    param_in = [pt.tensor(name, dtype=path.parameters[name].dtype,
+                          shape=path.parameters[name].shape if num_particles is not None
+                          else (None,) * path.parameters[name].ndim) for name in param_names]
     log_weight = pt.tensor("log_weight", dtype="float64", shape=(num_particles,))
     chains_input = pt.lscalar("num_chains")
     num_chains_graph = chains_input if num_chains is None else pt.constant(num_chains, dtype="int64")
@@ -138,12 +146,23 @@ def _build_chunk_function(
     def one_step(beta_k, delta_k, eps_k, gamma_k, inv_mass_k, scale_k, rng_k, *carry):
         state = kernel.state_type(*carry[:num_state])
         log_w, chains = carry[num_state], carry[num_state + 1]
-        log_ratio = state.log_ratio
-        increment = pt.switch(pt.isfinite(log_ratio), delta_k * log_ratio, -np.inf)
+        params = dict(zip(param_names, carry[num_state + 2:]))
+        if gibbs:
+            # log f_{beta_k}(x) - log f_{beta_{k-1}}(x): the beta-free products are merged
+            # with the ones the Gibbs sweep below needs, so they are computed once per step.
+            # (beta_k - delta_k equals beta_{k-1} to within one rounding.)
+            x = state.position
+            increment = (path.build_log_density(x, beta_k, params)
+                         - path.build_log_density(x, beta_k - delta_k, params)).astype("float64")
+            increment = pt.switch(pt.isnan(increment), -np.inf, increment)
+            slope = pt.switch(delta_k > 0, increment / pt.switch(delta_k > 0, delta_k, 1.0), 0.0)
+        else:
+            log_ratio = state.log_ratio
+            increment = pt.switch(pt.isfinite(log_ratio), delta_k * log_ratio, -np.inf)
         log_w = log_w + pt.switch(delta_k > 0, increment, 0.0)
-        params = {"step_size": eps_k, "inv_mass": inv_mass_k, "momentum_scale": scale_k,
-                  "refresh": gamma_k}
-        rng_k, state, info = kernel.step(rng_k, state, beta_k, params)
+        step_params = {"step_size": eps_k, "inv_mass": inv_mass_k, "momentum_scale": scale_k,
+                       "refresh": gamma_k, **params}
+        rng_k, state, info = kernel.step(rng_k, state, beta_k, step_params)
         per_chain = log_w.reshape((chains, -1))
         lse = _logsumexp_rows(per_chain)
         lse2 = _logsumexp_rows(2.0 * per_chain)
@@ -154,7 +173,9 @@ def _build_chunk_function(
         # Var_{beta_k}(log ratio) per chain, from the weighted particles: the schedule's
         # "speed" (thermodynamic length element sd * d beta) used by the adaptive schedule
         weights = pt.exp(per_chain - lse[:, None])
-        ratio = state.log_ratio.reshape((chains, -1))
+        # (for Gibbs paths, the slope at the pre-transition particles, equally valid
+        # under the updated weights, and free of another matrix product)
+        ratio = (slope if gibbs else state.log_ratio).reshape((chains, -1))
         ratio = pt.switch(pt.isfinite(ratio) & (weights > 0), ratio, 0.0)
         mean = (weights * ratio).sum(axis=1)
         ratio_var = (weights * (ratio - mean[:, None]) ** 2).sum(axis=1)
@@ -165,7 +186,7 @@ def _build_chunk_function(
         one_step,
         sequences=[beta, delta_beta, step_size, refresh, inv_mass, momentum_scale],
         outputs_info=[rng, *state_in, log_weight, None, None, None, None, None],
-        non_sequences=[num_chains_graph],
+        non_sequences=[num_chains_graph, *param_in],
         return_updates=False,
     )
     rng_out, *rest = outputs
@@ -173,11 +194,13 @@ def _build_chunk_function(
     final_log_w = rest[num_state][-1]
     stats = rest[num_state + 1:]
     inputs = [rng, beta, delta_beta, step_size, refresh, inv_mass, momentum_scale,
-              *state_in, log_weight, chains_input]
+              *state_in, log_weight, chains_input, *param_in]
     return compile_function(inputs, [rng_out, *final_state, final_log_w, *stats], backend)
 
 
 def _build_init_function(path: Path, kernel: Kernel, backend: str):
+    if isinstance(path, GibbsPath):  # the Gibbs state is the position alone
+        return None
     position = pt.matrix("position", dtype="float64")
     point = path.evaluate(position, gradients=kernel.needs_gradients)
     outputs = [point.log_base, point.log_ratio]
@@ -187,15 +210,21 @@ def _build_init_function(path: Path, kernel: Kernel, backend: str):
 
 
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_COMPILED_BY_STRUCTURE: dict = {}
 
 
 def _compiled(
     path: Path, kernel: Kernel, backend: str, num_particles: int, num_chains: int, num_steps: int
 ) -> tuple[CompiledFunction, CompiledFunction]:
     """Compiled (init, chunk) functions, reused across calls for the same path object."""
-    cache = _COMPILED.setdefault(path, {})
+    if isinstance(path, GibbsPath):  # parameters are inputs: share by structure
+        cache = _COMPILED_BY_STRUCTURE.setdefault((path.structure, path.dtype), {})
+    else:
+        cache = _COMPILED.setdefault(path, {})
     static = (num_particles, num_chains, num_steps) if backend == "jax" else (None, None, None)
     key = (kernel.structure, backend, static)
+    if backend == "jax" and isinstance(path, GibbsPath):
+        key += (tuple((k, v.shape) for k, v in sorted(path.parameters.items())),)
     if key not in cache:
         init = cache.get((kernel.structure, backend, "init"))
         if init is None:
@@ -216,8 +245,12 @@ class _Runner:
         self.chunk_length = chunk_length if backend == "jax" else None
         self.init_fn, self.chunk_fn = _compiled(path, kernel, backend, num_particles, num_chains,
                                                 chunk_length)
+        self.parameters = ([path.parameters[k] for k in sorted(path.parameters)]
+                           if isinstance(path, GibbsPath) else [])
 
     def initial_state(self, positions, inv_mass0, rng):
+        if self.init_fn is None:
+            return {"position": np.asarray(positions, dtype=self.path.dtype)}
         values = self.init_fn(positions)
         point = dict(zip(("log_base", "log_ratio", "grad_log_base", "grad_log_ratio"), values))
         state = {"position": positions}
@@ -236,7 +269,7 @@ class _Runner:
         out = self.chunk_fn(
             rng, params["beta"], params["delta_beta"], params["step_size"], params["refresh"],
             params["inv_mass"], params["momentum_scale"], *[state[f] for f in fields], log_w,
-            np.int64(num_chains),
+            np.int64(num_chains), *self.parameters,
         )
         rng = out[0]
         new_state = dict(zip(fields, out[1:1 + len(fields)]))
@@ -253,7 +286,10 @@ def _pad(params, length):
     A step with ``delta_beta = 0``, ``step_size = 0`` and ``refresh = 0`` leaves the position,
     the log weight and the HAIS momentum exactly unchanged (HMC accepts the zero-length move
     and the momentum's double negation cancels; Metropolis proposes the current point). Plain
-    HMC redraws its momentum, which it never reads before drawing it again.
+    HMC redraws its momentum, which it never reads before drawing it again. A Gibbs sweep
+    has no step size: a padded step is one more sweep at the last temperature, which leaves
+    that temperature's distribution invariant and the weights unchanged, so it costs time
+    but not correctness.
     """
     extra = length - params["beta"].size
     fill = {"beta": params["beta"][-1], "delta_beta": 0.0, "step_size": 0.0, "refresh": 0.0,
@@ -306,6 +342,8 @@ def _tune(runner, betas, options: TuningOptions, kernel, rng, progress):
     base_var = (np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2)
 
     ratio_var = np.full(num_steps, np.nan)
+    if kernel.name == "gibbs" and not options.adapt_schedule:  # nothing to tune
+        return step_size, inv_mass, ratio_var
     if options.step_size is not None and options.mass_matrix != "adapt" and not options.adapt_schedule:
         fixed = base_var if options.mass_matrix == "base" else np.ones(d)
         return np.full(num_steps, float(options.step_size)), np.tile(fixed, (num_steps, 1)), ratio_var
@@ -390,8 +428,14 @@ def run_ais(
     tuning = tuning or TuningOptions()
     if kernel not in KERNELS:
         raise AnnealingError(f"unknown kernel {kernel!r}; must be one of {sorted(KERNELS)}.")
+    if (kernel == "gibbs") != isinstance(path, GibbsPath):
+        raise AnnealingError(
+            f"kernel {kernel!r} cannot run on this path: the 'gibbs' kernel needs a path with "
+            "Gibbs conditionals (an RBM), and paths without them need one of "
+            "['hais', 'hmc', 'metropolis']."
+        )
     kernel_obj = KERNELS[kernel](path, **({"num_leapfrog_steps": num_leapfrog_steps}
-                                          if kernel != "metropolis" else {}))
+                                          if kernel in ("hais", "hmc") else {}))
     num_steps = betas.size - 1
     num_particles = draws * chains
     timings = {}
@@ -450,7 +494,7 @@ def run_ais(
         log_base_normalizer=float(path.log_base_normalizer),
         timings=timings,
         settings={"kernel": kernel, "backend": backend, "num_steps": num_steps,
-                  "num_leapfrog_steps": num_leapfrog_steps if kernel != "metropolis" else 0,
+                  "num_leapfrog_steps": num_leapfrog_steps if kernel in ("hais", "hmc") else 0,
                   "mass_matrix": tuning.mass_matrix, "num_bands": tuning.num_bands,
                   "num_pilot": tuning.num_pilot, "tuned_step_size": tuning.step_size is None,
                   "ess": effective_sample_size(log_w)},

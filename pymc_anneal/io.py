@@ -19,7 +19,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.ais import AISResult
+from pymc_anneal.driver import AISResult
 from pymc_anneal.estimators import estimate_log_z, systematic_resample
 
 __all__ = ["to_datatree"]

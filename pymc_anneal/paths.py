@@ -26,7 +26,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-__all__ = ["Path", "PathPoint"]
+__all__ = ["GibbsPath", "Path", "PathPoint"]
 
 
 class PathPoint(NamedTuple):
@@ -73,3 +73,69 @@ class Path:
             return PathPoint(log_base, log_ratio, None, None)
         grad_base, grad_ratio = pt.grad(log_base.sum(), position), pt.grad(log_ratio.sum(), position)
         return PathPoint(log_base, log_ratio, grad_base, grad_ratio)
+
+
+@dataclass(frozen=True)
+class GibbsPath:
+    r"""A path with tractable blocked-Gibbs conditionals, where ``log f_beta`` may be any
+    function of :math:`\beta` (not only linear).
+
+    This is the form of annealing in the joint (visible, hidden) space of restricted
+    Boltzmann machines (Salakhutdinov & Murray 2008): the intermediate distributions are
+    RBMs with scaled parameters, the hidden (and auxiliary) units are summed or integrated
+    out in :math:`\log f_\beta(x)` and sampled afresh in each Gibbs sweep, so the annealed
+    state is only the visible vector ``x``. The AIS weight increment of step k is
+    :math:`\log f_{\beta_k}(x_{k-1}) - \log f_{\beta_{k-1}}(x_{k-1})`.
+
+    The model's numbers (weights, biases, base moments) are ``parameters``: inputs of the
+    compiled loop, not constants baked into it, so every path with the same ``structure``
+    shares one compiled function (and Numba's on-disk cache) whatever its sizes and values.
+
+    Parameters
+    ----------
+    num_dims : int
+        Dimension of the state ``x``.
+    parameters : dict of str to ndarray
+        The numeric inputs, passed to the builders as symbolic tensors of the same names.
+    build_log_density : callable
+        ``(x (N, d), beta scalar, params) -> (N,)`` float64 graph of :math:`\log f_\beta(x)`,
+        up to a constant that may depend on :math:`\beta` only at :math:`0 < \beta < 1`
+        (at the endpoints it must be exact: :math:`\log Z_0` is ``log_base_normalizer`` and
+        :math:`f_1` is the target). Build the :math:`\beta`-free parts (matrix products) as
+        expressions of ``x`` alone so that PyTensor merges them across the two evaluations
+        and the Gibbs sweep of a step.
+    build_gibbs_sweep : callable
+        ``(rng, x (N, d), beta, params) -> (rng, x_new)``: one sweep that leaves
+        :math:`p_\beta` invariant.
+    sample_base : callable
+        ``(rng: numpy.random.Generator, num_draws) -> ndarray (num_draws, d)``: exact draws
+        from :math:`p_0`.
+    log_base_normalizer : float
+        :math:`\log Z_0`.
+    structure : tuple
+        Hashable; paths with equal structure must build identical graphs from their builders.
+    dtype : {"float64", "float32"}
+        Dtype of the state (log weights are always float64).
+    name : str
+    info : dict
+        What is worth reporting about the base (numbers go to the result's attributes).
+    """
+
+    num_dims: int
+    parameters: dict
+    build_log_density: Callable
+    build_gibbs_sweep: Callable
+    sample_base: Callable[[np.random.Generator, int], np.ndarray]
+    log_base_normalizer: float
+    structure: tuple
+    dtype: str = "float64"
+    name: str = "path"
+    info: dict = field(default_factory=dict)
+
+    base_scale = None
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other

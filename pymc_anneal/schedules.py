@@ -145,7 +145,7 @@ def make_schedule(schedule, num_steps: int | None) -> np.ndarray:
     """Resolve ``schedule`` (a name from :data:`SCHEDULES`, ``"adaptive"`` or an array).
 
     ``"adaptive"`` returns the pilot's grid (:func:`power`); the driver then re-spaces it to
-    equal thermodynamic length (:func:`pymc_anneal.ais.equal_length_schedule`).
+    equal thermodynamic length (:func:`pymc_anneal.driver.equal_length_schedule`).
     """
     if isinstance(schedule, str):
         if schedule == "adaptive":  # the pilot's grid; the driver re-spaces it

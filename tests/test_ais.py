@@ -3,7 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc_anneal.ais import run_ais
+from pymc_anneal.driver import run_ais
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.paths import Path
 from pymc_anneal.schedules import make_schedule
@@ -40,7 +40,7 @@ def test_nan_log_likelihood_gives_zero_weight_never_nan():
 def test_equal_length_schedule_equalizes_sd_times_dbeta():
     """For Var_beta = c / beta^2 (a Gaussian likelihood's profile) the equal-length schedule
     is geometric; every step then has the same sd * d beta (up to the mixing fraction)."""
-    from pymc_anneal.ais import equal_length_schedule
+    from pymc_anneal.driver import equal_length_schedule
 
     grid = np.linspace(0.0, 1.0, 20001) ** 4
     var = 50.0 / np.maximum(grid[1:], 1e-3) ** 2

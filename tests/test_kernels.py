@@ -8,7 +8,7 @@ is Gaussian with closed-form mean and covariance for every :math:`\beta`, so we
    momentum for the HMC kernels),
 2. apply many transitions at that fixed :math:`\beta` (``delta_beta = 0``, so the weights
    stay put) through the real compiled annealing loop
-   (:func:`pymc_anneal.ais._build_chunk_function`, Numba backend),
+   (:func:`pymc_anneal.driver._build_chunk_function`, Numba backend),
 3. test the output against the exact :math:`p_\beta`: a one-sample Kolmogorov-Smirnov test of
    every coordinate's marginal, of a fixed random projection, and of the squared Mahalanobis
    distance (chi-square with d degrees of freedom, which sees the whole covariance).
@@ -41,8 +41,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from pymc_anneal import ais
-from pymc_anneal.kernels import KERNELS
+from pymc_anneal import driver as ais
+from pymc_anneal.kernels import CONTINUOUS_KERNELS, KERNELS
 from pymc_anneal.kernels.hmc import default_refresh
 
 try:  # ``tests`` importable as a package (rootdir on sys.path)
@@ -54,7 +54,7 @@ ALPHA = 1e-3
 NUM_PARTICLES = 4000
 NUM_STEPS = 30
 BETAS = (0.3, 1.0)
-KERNEL_NAMES = sorted(KERNELS)
+KERNEL_NAMES = sorted(CONTINUOUS_KERNELS)
 MOMENTUM_KERNELS = [name for name in KERNEL_NAMES if name != "metropolis"]
 # A sensible fixed step size per kernel (inv_mass = 1): HMC eps * omega_max ~ 1.2 at beta=1.
 STEP_SIZE = {"hais": 0.5, "hmc": 0.5, "metropolis": 1.0}

@@ -14,6 +14,7 @@ Every state has ``position`` and ``log_ratio``; the driver only reads those (and
 """
 
 from pymc_anneal.kernels.base import Info, Kernel
+from pymc_anneal.kernels.gibbs import build_kernel as build_gibbs_kernel
 from pymc_anneal.kernels.hmc import build_kernel as build_hmc_kernel
 from pymc_anneal.kernels.metropolis import build_kernel as build_metropolis_kernel
 
@@ -21,8 +22,14 @@ KERNELS = {
     "hmc": lambda path, **kw: build_hmc_kernel(path, persistent_momentum=False, **kw),
     "hais": lambda path, **kw: build_hmc_kernel(path, persistent_momentum=True, **kw),
     "metropolis": lambda path, **kw: build_metropolis_kernel(path, **kw),
+    "gibbs": lambda path, **kw: build_gibbs_kernel(path, **kw),
 }
 """Kernel names accepted by the drivers: ``"hais"`` (HMC with persistent momentum, the
-default), ``"hmc"`` (full momentum refresh each step) and ``"metropolis"`` (random walk)."""
+default), ``"hmc"`` (full momentum refresh each step), ``"metropolis"`` (random walk) and
+``"gibbs"`` (blocked Gibbs, for paths with tractable conditionals such as RBMs)."""
 
-__all__ = ["KERNELS", "Info", "Kernel", "build_hmc_kernel", "build_metropolis_kernel"]
+CONTINUOUS_KERNELS = ("hais", "hmc", "metropolis")
+"""The kernels that run on any continuous :class:`~pymc_anneal.paths.Path` (PyMC models)."""
+
+__all__ = ["CONTINUOUS_KERNELS", "KERNELS", "Info", "Kernel", "build_gibbs_kernel",
+           "build_hmc_kernel", "build_metropolis_kernel"]

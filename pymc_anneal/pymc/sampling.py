@@ -2,28 +2,25 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pymc as pm
 import xarray as xr
 
-from pymc_anneal.ais import TuningOptions, run_ais
+from pymc_anneal.driver import TuningOptions, run_ais
 from pymc_anneal.backends import validate_backend
-from pymc_anneal.estimators import estimate_log_z, log_mean_exp
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.checks import (  # noqa: F401  (re-exported for compare and tests)
+    CHAIN_DISAGREEMENT,
+    LOW_ESS_FRACTION,
+    check_count as _check_count,
+    check_weights as _check_weights,
+)
+from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import to_datatree
-from pymc_anneal.kernels import KERNELS
+from pymc_anneal.kernels import CONTINUOUS_KERNELS
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
 
 __all__ = ["sample_ais"]
-
-
-def _check_count(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise AnnealingError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def sample_ais(
@@ -83,7 +80,7 @@ def sample_ais(
         Diagonal mass matrix from the pilot particles per band, from the prior's scale, or
         the identity.
     num_tuning_bands, num_pilot, target_acceptance, momentum_refresh
-        Tuning details; see :class:`pymc_anneal.ais.TuningOptions`.
+        Tuning details; see :class:`pymc_anneal.driver.TuningOptions`.
 
     Returns
     -------
@@ -118,8 +115,9 @@ def sample_ais(
     if num_steps is not None:
         num_steps = _check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
-    if kernel not in KERNELS:
-        raise AnnealingError(f"unknown kernel {kernel!r}; must be one of {sorted(KERNELS)}.")
+    if kernel not in CONTINUOUS_KERNELS:
+        raise AnnealingError(f"unknown kernel {kernel!r} for a PyMC model; must be one of "
+                             f"{sorted(CONTINUOUS_KERNELS)}.")
     backend = validate_backend(backend)
     if mass_matrix not in ("adapt", "base", "identity"):
         raise AnnealingError(
@@ -149,43 +147,3 @@ def sample_ais(
                               "random_seed": None if random_seed is None or isinstance(
                                   random_seed, np.random.Generator) else str(random_seed),
                               "model": model.name or None})
-
-
-LOW_ESS_FRACTION = 0.05
-"""Below this fraction of weight ESS to particles, ``sample_ais`` warns."""
-CHAIN_DISAGREEMENT = 3.0
-"""``sample_ais`` warns when the chains' spread exceeds this many reported standard errors
-(a false alarm has probability 0.3% with 2 chains and about 1e-5 with 4 if the error is right)."""
-
-
-def _check_weights(log_w: np.ndarray, stacklevel: int = 3) -> None:
-    """Error when every weight is zero; :class:`AnnealingWarning` when the weight ESS is low
-    or the chains disagree beyond their standard error."""
-    if not np.any(np.isfinite(log_w)):
-        raise AnnealingError(
-            "every particle has zero weight: the log-likelihood is -inf or NaN at all prior "
-            "draws. Check the observed data against the likelihood's support, and that the "
-            "priors put mass where the data are possible."
-        )
-    pooled = estimate_log_z(log_w.ravel())
-    per_chain = log_mean_exp(log_w, axis=1)
-    if log_w.shape[0] > 1 and np.all(np.isfinite(per_chain)):
-        chain_sd = per_chain.std(ddof=1) / np.sqrt(per_chain.size)
-        if chain_sd > CHAIN_DISAGREEMENT * pooled.standard_error:
-            warnings.warn(
-                f"the chains disagree: their log evidence estimates {np.round(per_chain, 3).tolist()} "
-                f"spread by {chain_sd:.3g} (sd / sqrt(chains)), more than "
-                f"{CHAIN_DISAGREEMENT:g} times the reported standard error "
-                f"{pooled.standard_error:.3g}, so that error is too small. Increase num_steps.",
-                AnnealingWarning,
-                stacklevel=stacklevel,
-            )
-    ess = pooled.ess
-    if ess < LOW_ESS_FRACTION * log_w.size:
-        warnings.warn(
-            f"the weight ESS is {ess:.1f} of {log_w.size} particles "
-            f"({100 * ess / log_w.size:.2g}%): the evidence estimate and its standard error "
-            "are unreliable. Increase num_steps (more temperatures) before increasing draws.",
-            AnnealingWarning,
-            stacklevel=stacklevel,
-        )

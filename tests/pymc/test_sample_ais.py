@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 import pymc_anneal as pa
-from pymc_anneal.ais import TuningOptions, run_ais
+from pymc_anneal.driver import TuningOptions, run_ais
 from pymc_anneal.estimators import log_mean_exp
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
@@ -185,7 +185,7 @@ def test_datatree_schema(normal_mean):
         (dict(draws=1), "draws must be an integer >= 2"),
         (dict(num_steps=0), "num_steps must be an integer >= 1"),
         (dict(chains=0), "chains must be an integer >= 1"),
-        (dict(kernel="nuts"), r"unknown kernel 'nuts'; must be one of \['hais', 'hmc', 'metropolis'\]"),
+        (dict(kernel="nuts"), r"unknown kernel 'nuts' for a PyMC model; must be one of \['hais', 'hmc', 'metropolis'\]"),
         (dict(backend="cuda"), r"unknown backend 'cuda'; must be one of \['c', 'jax', 'numba'\]"),
         (dict(schedule="cosine"), "unknown schedule 'cosine'"),
         (dict(schedule=[0.0, 0.5, 0.4, 1.0], num_steps=None), "strictly increasing"),

@@ -1,0 +1,400 @@
+r"""Model comparison by evidence: Bayes factors and posterior model probabilities.
+
+For models :math:`M_1, \dots, M_m` fitted to the same data ``y`` with
+:func:`pymc_anneal.sample_ais`, each run gives an estimate :math:`\widehat{\log Z_i}` of the
+log evidence :math:`\log Z_i = \log p(y \mid M_i)` with a standard error :math:`s_i`. Then
+
+- the Bayes factor of :math:`M_i` against :math:`M_j` is
+  :math:`\mathrm{BF}_{ij} = Z_i / Z_j`, estimated on the log scale by
+  :math:`\widehat{\log Z_i} - \widehat{\log Z_j}` with standard error
+  :math:`\sqrt{s_i^2 + s_j^2}` (the runs are independent);
+- the posterior model probabilities, for prior probabilities :math:`\pi_i`, are
+  :math:`p(M_i \mid y) = \pi_i Z_i / \sum_j \pi_j Z_j`.
+
+**Which standard error.** The delta-method standard error of one AIS run is itself estimated
+from the weights and is too small when the weights are heavy-tailed (a low ESS); the spread
+of the independent chains is a second, independent estimate of the same error. This module
+propagates the *larger* of the two, :math:`s_i = \max(\text{standard\_error},
+\text{chain\_sd})` (with one chain, the delta-method error alone). That is conservative: the
+chain spread from a few chains is noisy, and taking the maximum errs on the wide side.
+
+**Intervals.** :math:`\widehat{\log Z_i}` is approximately normal with standard deviation
+:math:`s_i` (the delta method; the central limit theorem over particles). A ``prob`` interval
+for a log Bayes factor is :math:`d \pm z\,s_d` with :math:`z = \Phi^{-1}((1 + \text{prob})/2)`,
+and the interval for the Bayes factor is its exponential. Intervals for the posterior model
+probabilities come from Monte Carlo over the same normal approximation: draw every
+:math:`\log Z_i` from :math:`N(\widehat{\log Z_i}, s_i^2)`, compute the probabilities, take
+quantiles.
+
+**Strength of evidence** (Kass & Raftery 1995, on :math:`2 \ln \mathrm{BF}`): 0 to 2 "not
+worth more than a bare mention", 2 to 6 "positive", 6 to 10 "strong", above 10 "very strong".
+
+References
+----------
+Kass, R. E. & Raftery, A. E. (1995). Bayes factors. *Journal of the American Statistical
+Association* 90(430), 773-795.
+Neal, R. M. (2001). Annealed importance sampling. *Statistics and Computing* 11, 125-139.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from statistics import NormalDist
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy.special import softmax
+
+from pymc_anneal.evidence import EvidenceEstimate, log_evidence
+from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.checks import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
+
+__all__ = ["BayesFactor", "bayes_factor", "compare", "evidence_strength"]
+
+KASS_RAFTERY = (
+    (2.0, "not worth more than a bare mention"),
+    (6.0, "positive"),
+    (10.0, "strong"),
+    (math.inf, "very strong"),
+)
+"""Upper bounds on ``2 ln BF`` and the words Kass & Raftery (1995) give them."""
+
+COLUMNS = [
+    "rank", "log_evidence", "se", "log_evidence_diff", "dse", "bayes_factor", "bf_low",
+    "bf_high", "prior_probability", "probability", "probability_low", "probability_high",
+    "strength", "warning", "warning_reason",
+]
+
+
+class BayesFactor(NamedTuple):
+    """The Bayes factor of one model against another, with its uncertainty.
+
+    Attributes
+    ----------
+    log_bayes_factor : float
+        :math:`\\widehat{\\log Z_1} - \\widehat{\\log Z_2}`.
+    standard_error : float
+        Standard error of ``log_bayes_factor``: ``sqrt(se_1**2 + se_2**2)`` with each
+        ``se`` the larger of the delta-method error and the chains' spread.
+    bayes_factor : float
+        ``exp(log_bayes_factor)``.
+    lower, upper : float
+        The ``prob`` interval of the Bayes factor (the exponential of the interval of the
+        log Bayes factor).
+    prob : float
+        Probability mass of the interval.
+    strength : str
+        Kass & Raftery's words for ``2 |ln BF|``, for the favoured model.
+    """
+
+    log_bayes_factor: float
+    standard_error: float
+    bayes_factor: float
+    lower: float
+    upper: float
+    prob: float
+    strength: str
+
+
+def evidence_strength(log_bayes_factor: float) -> str:
+    """Kass & Raftery's (1995) words for a Bayes factor, from ``2 |ln BF|``.
+
+    Parameters
+    ----------
+    log_bayes_factor : float
+        Natural log of a Bayes factor; its sign is ignored (the words describe the evidence
+        for whichever model is favoured).
+
+    Returns
+    -------
+    str
+        "not worth more than a bare mention" (``2 |ln BF|`` below 2), "positive" (2 to 6),
+        "strong" (6 to 10) or "very strong" (above 10).
+
+    References
+    ----------
+    Kass, R. E. & Raftery, A. E. (1995). Bayes factors. *JASA* 90(430), 773-795.
+
+    Examples
+    --------
+    >>> from pymc_anneal import evidence_strength
+    >>> evidence_strength(2.0)  # BF = e^2 = 7.4, 2 ln BF = 4
+    'positive'
+    """
+    value = 2.0 * abs(float(log_bayes_factor))
+    if math.isnan(value):
+        raise AnnealingError(f"log_bayes_factor must be a number, got {log_bayes_factor!r}.")
+    return next(words for bound, words in KASS_RAFTERY if value < bound)
+
+
+def _estimate(name: str, value) -> EvidenceEstimate:
+    """An :class:`EvidenceEstimate` from a DataTree of ``sample_ais`` or an estimate."""
+    if isinstance(value, EvidenceEstimate):
+        est = value
+    elif isinstance(value, xr.DataTree):
+        try:
+            est = log_evidence(value)
+        except AnnealingError as err:
+            raise AnnealingError(
+                f"model {name!r} has no evidence estimate: {err} A DataTree from pm.sample or "
+                "pm.sample_smc cannot be compared here; run pymc_anneal.sample_ais on the "
+                "model instead."
+            ) from None
+    else:
+        raise AnnealingError(
+            f"model {name!r} must be a DataTree returned by pymc_anneal.sample_ais (or a "
+            f"pymc_anneal.EvidenceEstimate), got {type(value).__name__}."
+        )
+    if not math.isfinite(est.log_evidence):
+        raise AnnealingError(
+            f"model {name!r} has a log evidence of {est.log_evidence}: every particle has zero "
+            "weight, so there is nothing to compare. Check the model and rerun sample_ais."
+        )
+    return est
+
+
+def _standard_error(est: EvidenceEstimate) -> float:
+    """The standard error to propagate: the larger of the delta-method error and the chains'
+    spread (the delta-method error alone with one chain, where the spread is NaN)."""
+    return est.standard_error if math.isnan(est.chain_sd) else max(est.standard_error,
+                                                                     est.chain_sd)
+
+
+def _warnings(est: EvidenceEstimate) -> list[str]:
+    """Why an estimate is unreliable, by the thresholds that ``sample_ais`` warns at."""
+    reasons = []
+    if est.ess < LOW_ESS_FRACTION * est.num_particles:
+        reasons.append(f"low ESS ({est.ess:.1f} of {est.num_particles} particles)")
+    if est.chain_sd > CHAIN_DISAGREEMENT * est.standard_error:
+        reasons.append(f"chains disagree (spread {est.chain_sd:.3g} > "
+                       f"{CHAIN_DISAGREEMENT:g} x se {est.standard_error:.3g})")
+    return reasons
+
+
+def _check_prob(prob) -> float:
+    if isinstance(prob, bool) or not isinstance(prob, int | float | np.floating) \
+            or not 0 < prob < 1:
+        raise AnnealingError(f"prob must be a number strictly between 0 and 1, got {prob!r}.")
+    return float(prob)
+
+
+def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
+    r"""Bayes factor :math:`p(y \mid M_1) / p(y \mid M_2)` from two AIS runs on the same data.
+
+    Parameters
+    ----------
+    idata1, idata2 : xarray.DataTree or EvidenceEstimate
+        Results of :func:`pymc_anneal.sample_ais` for model 1 (numerator) and model 2
+        (denominator), or their :func:`pymc_anneal.log_evidence`.
+    prob : float, default 0.95
+        Probability mass of the reported interval.
+
+    Returns
+    -------
+    BayesFactor
+        The log Bayes factor with its standard error, the Bayes factor with a ``prob``
+        interval, and Kass & Raftery's words for the strength of the evidence.
+
+    Raises
+    ------
+    AnnealingError
+        If either input has no evidence estimate (e.g. a DataTree from ``pm.sample``).
+
+    See Also
+    --------
+    compare : The same for any number of models, with posterior model probabilities.
+
+    Notes
+    -----
+    The runs are independent, so the variances add. Each model's standard error is the
+    larger of the delta-method error and the spread of its chains (see
+    :mod:`pymc_anneal.comparison`). The interval assumes the log evidence estimates are
+    approximately normal; it does not cover AIS's downward bias when the weight ESS is low
+    (the estimate is then flagged by :func:`compare`'s ``warning`` column).
+
+    References
+    ----------
+    Kass, R. E. & Raftery, A. E. (1995). Bayes factors. *JASA* 90(430), 773-795.
+
+    Examples
+    --------
+    >>> import pymc_anneal as pa
+    >>> m1 = pa.EvidenceEstimate(-10.0, 0.03, 0.02, 800.0, 1000)
+    >>> m2 = pa.EvidenceEstimate(-12.0, 0.04, 0.01, 700.0, 1000)
+    >>> bf = pa.bayes_factor(m1, m2)
+    >>> round(bf.bayes_factor, 2), round(bf.lower, 2), round(bf.upper, 2), bf.strength
+    (7.39, 6.7, 8.15, 'positive')
+    """
+    prob = _check_prob(prob)
+    est1, est2 = _estimate("idata1", idata1), _estimate("idata2", idata2)
+    log_bf = est1.log_evidence - est2.log_evidence
+    se = math.hypot(_standard_error(est1), _standard_error(est2))
+    half = NormalDist().inv_cdf(0.5 + prob / 2) * se
+    return BayesFactor(log_bf, se, math.exp(log_bf), math.exp(log_bf - half),
+                       math.exp(log_bf + half), prob, evidence_strength(log_bf))
+
+
+def _prior_probabilities(prior, names: list[str]) -> np.ndarray:
+    if prior is None:
+        return np.full(len(names), 1.0 / len(names))
+    if not isinstance(prior, Mapping):
+        raise AnnealingError(
+            "prior_probabilities must be a dict from model name to prior probability, got "
+            f"{type(prior).__name__}.")
+    if set(prior) != set(names):
+        missing, extra = sorted(set(names) - set(prior)), sorted(set(prior) - set(names))
+        raise AnnealingError(
+            "prior_probabilities must have exactly the models' names as keys; "
+            f"missing {missing}, unknown {extra}.")
+    values = np.array([prior[name] for name in names], dtype=np.float64)
+    bad = {name: prior[name] for name, v in zip(names, values) if not (np.isfinite(v) and v > 0)}
+    if bad:
+        raise AnnealingError(
+            f"prior probabilities must be positive finite numbers, got {bad}. (They are "
+            "normalized to sum to 1; leave a model out of the comparison to give it prior 0.)")
+    return values / values.sum()
+
+
+def compare(
+    idatas: Mapping[str, xr.DataTree | EvidenceEstimate],
+    *,
+    prior_probabilities: Mapping[str, float] | None = None,
+    prob: float = 0.95,
+    num_samples: int = 10_000,
+    random_seed=0,
+) -> pd.DataFrame:
+    r"""Compare models by their evidence: Bayes factors and posterior model probabilities.
+
+    The table follows :func:`arviz.compare` (one row per model, best first), but ranks by
+    the log marginal likelihood estimated by AIS and propagates each estimate's standard
+    error into every derived quantity.
+
+    Parameters
+    ----------
+    idatas : dict of {str : xarray.DataTree or EvidenceEstimate}
+        Model names to results of :func:`pymc_anneal.sample_ais` on the *same* data (or to
+        their :func:`pymc_anneal.log_evidence`). At least two models.
+    prior_probabilities : dict of {str : float}, optional
+        Prior model probabilities, one positive number per model (normalized to sum to 1).
+        Defaults to equal probabilities.
+    prob : float, default 0.95
+        Probability mass of the reported intervals.
+    num_samples : int, default 10000
+        Monte Carlo draws for the intervals of the posterior model probabilities.
+    random_seed : int, Generator or None, default 0
+        Seed for those draws (fixed by default, so the table is reproducible).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by model name, sorted from the best model (highest log evidence) down, with
+        the columns:
+
+        - ``rank``: 0 for the best model.
+        - ``log_evidence``, ``se``: the pooled log evidence and the standard error used
+          throughout, the larger of the delta-method error and the chains' spread.
+        - ``log_evidence_diff``, ``dse``: log evidence of the best model minus this one
+          (the log Bayes factor of the best model against this one, >= 0) and its standard
+          error ``sqrt(se**2 + se_best**2)`` (0 for the best model itself).
+        - ``bayes_factor``, ``bf_low``, ``bf_high``: ``exp(log_evidence_diff)``, the Bayes
+          factor of the best model against this one, with its ``prob`` interval.
+        - ``prior_probability``, ``probability``, ``probability_low``,
+          ``probability_high``: prior and posterior model probability, the latter with its
+          ``prob`` interval (Monte Carlo over the estimates' normal approximation). The
+          ``probability`` column sums to 1.
+        - ``strength``: Kass & Raftery's words for the evidence in favour of the best model
+          against this one ("best model" on its own row).
+        - ``warning``, ``warning_reason``: True, and why, when the estimate is unreliable:
+          a weight ESS below ``LOW_ESS_FRACTION`` of the particles or chains that disagree
+          beyond ``CHAIN_DISAGREEMENT`` standard errors (the thresholds at which
+          :func:`pymc_anneal.sample_ais` warns). Such an estimate is likely biased low and
+          its error bars too narrow: rerun it with a larger ``num_steps``.
+
+        ``DataFrame.attrs`` records ``prob`` and the rule used for ``se``.
+
+    Raises
+    ------
+    AnnealingError
+        If ``idatas`` is not a dict of at least two models, if an entry has no evidence
+        (e.g. a DataTree from ``pm.sample``), or if ``prior_probabilities`` does not match.
+
+    See Also
+    --------
+    bayes_factor : The Bayes factor of two models.
+    pymc_anneal.plots.plot_compare : This table as a plot.
+
+    Notes
+    -----
+    Evidence depends on the priors: a vaguer prior on a parameter lowers the evidence even
+    when the fit is unchanged. Compare models whose priors you would defend.
+
+    References
+    ----------
+    Kass, R. E. & Raftery, A. E. (1995). Bayes factors. *JASA* 90(430), 773-795.
+
+    Examples
+    --------
+    >>> import pymc_anneal as pa
+    >>> table = pa.compare({
+    ...     "linear": pa.EvidenceEstimate(-52.1, 0.02, 0.03, 900.0, 1000),
+    ...     "quadratic": pa.EvidenceEstimate(-47.3, 0.04, 0.02, 800.0, 1000),
+    ... })
+    >>> table[["rank", "log_evidence_diff", "probability", "strength"]].round(3)
+               rank  log_evidence_diff  probability    strength
+    quadratic     0                0.0        0.992  best model
+    linear        1                4.8        0.008      strong
+    """
+    if not isinstance(idatas, Mapping) or isinstance(idatas, xr.DataTree):
+        raise AnnealingError(
+            "compare needs a dict from model name to the DataTree of sample_ais, e.g. "
+            f"compare({{'a': idata_a, 'b': idata_b}}), got {type(idatas).__name__}.")
+    if len(idatas) < 2:
+        raise AnnealingError(f"compare needs at least two models, got {len(idatas)}.")
+    prob = _check_prob(prob)
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int | np.integer) \
+            or num_samples < 100:
+        raise AnnealingError(f"num_samples must be an integer >= 100, got {num_samples!r}.")
+    names = [str(name) for name in idatas]
+    if len(set(names)) != len(names):
+        raise AnnealingError(f"model names must be distinct as strings, got {list(idatas)}.")
+    estimates = [_estimate(name, value) for name, value in zip(names, idatas.values())]
+    prior = _prior_probabilities(prior_probabilities, list(idatas))
+
+    log_z = np.array([e.log_evidence for e in estimates])
+    se = np.array([_standard_error(e) for e in estimates])
+    best = int(np.argmax(log_z))
+    diff = log_z[best] - log_z
+    dse = np.hypot(se, se[best])
+    dse[best] = 0.0
+    z = NormalDist().inv_cdf(0.5 + prob / 2)
+    log_prior = np.log(prior)
+    probability = softmax(log_prior + log_z)
+    rng = np.random.default_rng(random_seed)
+    draws = softmax(log_prior + rng.normal(log_z, se, size=(num_samples, log_z.size)), axis=1)
+    tail = (1 - prob) / 2
+    reasons = [_warnings(e) for e in estimates]
+
+    table = pd.DataFrame({
+        "log_evidence": log_z,
+        "se": se,
+        "log_evidence_diff": diff,
+        "dse": dse,
+        "bayes_factor": np.exp(diff),
+        "bf_low": np.exp(diff - z * dse),
+        "bf_high": np.exp(diff + z * dse),
+        "prior_probability": prior,
+        "probability": probability,
+        "probability_low": np.quantile(draws, tail, axis=0),
+        "probability_high": np.quantile(draws, 1 - tail, axis=0),
+        "strength": ["best model" if i == best else evidence_strength(d)
+                     for i, d in enumerate(diff)],
+        "warning": [bool(r) for r in reasons],
+        "warning_reason": ["; ".join(r) for r in reasons],
+    }, index=names)
+    table = table.sort_values("log_evidence", ascending=False, kind="stable")
+    table.insert(0, "rank", np.arange(len(table)))
+    table.attrs.update({"prob": prob, "se": "max(delta-method standard error, chain spread)"})
+    return table[COLUMNS]

@@ -1,0 +1,27 @@
+"""Energy-based models as PyTensor graphs: RBMs, Gaussian RBMs, user-supplied energies.
+
+Each model is an :class:`EnergyModel` (an unnormalized density over a batch of states) with
+exact log Z where it is tractable (enumeration of a small binary layer). The trainers in
+:mod:`pymc_anneal.energy.training` and the data sets in :mod:`pymc_anneal.energy.data` need
+scikit-learn (``pip install 'pymc-anneal[examples]'``); they import it only when called.
+"""
+
+from pymc_anneal.energy.base import EnergyModel, FunctionEnergy
+from pymc_anneal.energy.data import ImagePatches, binarized_digits, image_patches
+from pymc_anneal.energy.enumerate import DEFAULT_MAX_STATES
+from pymc_anneal.energy.grbm import GaussianRBM
+from pymc_anneal.energy.rbm import BernoulliRBM
+from pymc_anneal.energy.training import train_grbm, train_rbm
+
+__all__ = [
+    "DEFAULT_MAX_STATES",
+    "BernoulliRBM",
+    "EnergyModel",
+    "FunctionEnergy",
+    "GaussianRBM",
+    "ImagePatches",
+    "binarized_digits",
+    "image_patches",
+    "train_grbm",
+    "train_rbm",
+]

@@ -1,0 +1,247 @@
+r"""Energy-based models as PyTensor graphs: the interface the annealing code works against.
+
+An :class:`EnergyModel` is an unnormalized density :math:`p^*(x) = \exp(-F(x))` over
+:math:`\mathbb R^d` (or :math:`\{0, 1\}^d`) with normalizing constant
+:math:`Z = \int p^*(x)\,dx` (a sum for binary states). For restricted Boltzmann machines
+``x`` is the visible vector and :math:`F` the *free energy*: the hidden units are summed out,
+:math:`p^*(v) = \sum_h \exp(-E(v, h))`. A model provides
+
+- :meth:`~EnergyModel.log_unnormalized`: the PyTensor graph of :math:`\log p^*` over a batch
+  ``(N, d) -> (N,)``, which annealing paths and kernels build on;
+- :meth:`~EnergyModel.log_unnormalized_numpy`: the same in NumPy (float64), for tests and for
+  evaluating data;
+- :meth:`~EnergyModel.exact_log_z` where :math:`Z` is tractable (enumeration, closed form);
+- :meth:`~EnergyModel.log_likelihood`: :math:`\log p(x_i) = \log p^*(x_i) - \log Z` per row,
+  given an exact or estimated :math:`\log Z`.
+
+:class:`FunctionEnergy` wraps any user-supplied graph builder.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.tensor.variable import TensorVariable
+
+from pymc_anneal.exceptions import AnnealingError
+
+__all__ = ["DTYPES", "EnergyModel", "FunctionEnergy"]
+
+DTYPES = ("float64", "float32")
+"""Supported dtypes of a model's parameters and PyTensor graphs."""
+
+
+def check_dtype(dtype) -> str:
+    """Return ``dtype`` as ``"float64"`` or ``"float32"``, or raise :class:`AnnealingError`."""
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = None
+    if name not in DTYPES:
+        raise AnnealingError(f"dtype must be one of {list(DTYPES)}, got {dtype!r}.")
+    return name
+
+
+def check_positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise AnnealingError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def check_log_z(log_z) -> float:
+    try:
+        value = float(log_z)
+    except (TypeError, ValueError) as err:
+        raise AnnealingError(f"log_z must be a finite number, got {log_z!r}.") from err
+    if not np.isfinite(value):
+        raise AnnealingError(f"log_z must be finite, got {value}.")
+    return value
+
+
+def readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class EnergyModel(abc.ABC):
+    r"""An unnormalized density :math:`p^*(x) = \exp(-F(x))` over a batch of states.
+
+    Subclasses set ``num_dims``, ``dtype`` and ``name`` and implement
+    :meth:`log_unnormalized` and :meth:`log_unnormalized_numpy`; they override
+    :meth:`exact_log_z` where :math:`\log Z` is tractable and :meth:`check_data` to validate
+    the data they accept (e.g. binary).
+
+    Attributes
+    ----------
+    num_dims : int
+        Dimension of the annealed state ``x`` (for RBMs: the number of visible units).
+    dtype : {"float64", "float32"}
+        Dtype of the parameters and of the PyTensor graphs.
+    name : str
+        Shown in results and progress bars.
+    """
+
+    num_dims: int
+    dtype: str
+    name: str
+
+    @abc.abstractmethod
+    def log_unnormalized(self, x) -> TensorVariable:
+        r"""PyTensor graph of :math:`\log p^*(x)`: ``x`` of shape ``(N, num_dims)`` -> ``(N,)``.
+
+        When ``x`` has the model's ``dtype`` the output has it too.
+        """
+
+    @abc.abstractmethod
+    def log_unnormalized_numpy(self, x: np.ndarray) -> np.ndarray:
+        r""":math:`\log p^*(x)` in NumPy: ``(N, num_dims)`` -> ``(N,)`` float64."""
+
+    def exact_log_z(self) -> float:
+        r"""The exact :math:`\log Z`; this model has none, so this raises :class:`AnnealingError`."""
+        raise AnnealingError(
+            f"{type(self).__name__} {self.name!r} has no exact log Z. Estimate it with annealed "
+            "importance sampling: pymc_anneal.ais(model, ...)."
+        )
+
+    def check_data(self, data) -> np.ndarray:
+        """Validate ``data`` as a finite ``(N, num_dims)`` array and return it as float64."""
+        array = np.asarray(data)
+        if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise AnnealingError(f"data must be a numeric array, got dtype {array.dtype}.")
+        array = array.astype(np.float64)
+        if array.ndim != 2 or array.shape[1] != self.num_dims:
+            hint = " (for a single row use data.reshape(1, -1))" if array.ndim == 1 else ""
+            raise AnnealingError(
+                f"data must have shape (N, {self.num_dims}) for {type(self).__name__} "
+                f"{self.name!r} with {self.num_dims} dimensions, got shape {array.shape}{hint}."
+            )
+        if not np.all(np.isfinite(array)):
+            raise AnnealingError(f"data contain {np.sum(~np.isfinite(array))} NaN or infinite values.")
+        return array
+
+    def log_likelihood(self, data, log_z: float) -> np.ndarray:
+        r"""Per-row log density :math:`\log p(x_i) = \log p^*(x_i) - \log Z`.
+
+        Parameters
+        ----------
+        data : array of shape (N, num_dims)
+        log_z : float
+            The exact (:meth:`exact_log_z`) or estimated log partition function.
+
+        Returns
+        -------
+        ndarray of shape (N,), float64. Its mean is the average log-likelihood.
+        """
+        log_z = check_log_z(log_z)
+        return self.log_unnormalized_numpy(self.check_data(data)) - log_z
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, num_dims={self.num_dims}, dtype={self.dtype!r})"
+
+
+class FunctionEnergy(EnergyModel):
+    r"""A user-supplied energy: ``log_unnormalized`` maps a ``(N, num_dims)`` tensor to ``(N,)``.
+
+    Parameters
+    ----------
+    log_unnormalized : callable
+        ``x (N, num_dims) -> (N,)`` PyTensor graph of :math:`\log p^*(x) = -F(x)`. It is called
+        once at construction on a symbolic input to check the output's shape.
+    num_dims : int
+    dtype : {"float64", "float32"}, default "float64"
+        Dtype of the symbolic input; the output is cast to it.
+    name : str, default "energy"
+    log_z : float, optional
+        The exact :math:`\log Z`, if known (returned by :meth:`exact_log_z`).
+
+    Examples
+    --------
+    A standard normal in 3 dimensions, :math:`\log Z = \tfrac32 \log 2\pi`:
+
+    >>> import numpy as np
+    >>> from pymc_anneal.energy import FunctionEnergy
+    >>> model = FunctionEnergy(lambda x: -0.5 * (x**2).sum(axis=1), num_dims=3,
+    ...                        log_z=1.5 * np.log(2 * np.pi))
+    >>> model.log_likelihood(np.ones((2, 3)), model.exact_log_z()).round(4)
+    array([-4.2568, -4.2568])
+    """
+
+    def __init__(
+        self,
+        log_unnormalized: Callable[[TensorVariable], TensorVariable],
+        num_dims: int,
+        dtype: str = "float64",
+        name: str = "energy",
+        log_z: float | None = None,
+    ):
+        if not callable(log_unnormalized):
+            raise AnnealingError(
+                "log_unnormalized must be a callable mapping a (N, num_dims) PyTensor tensor to "
+                f"the (N,) log unnormalized density, got {type(log_unnormalized).__name__}."
+            )
+        self.num_dims = check_positive_int(num_dims, "num_dims")
+        self.dtype = check_dtype(dtype)
+        self.name = str(name)
+        self._log_z = None if log_z is None else check_log_z(log_z)
+        self._function = log_unnormalized
+        self._compiled = None
+        x = pt.matrix("x", dtype=self.dtype)
+        self._check_output(self._call(x))
+
+    def _call(self, x) -> TensorVariable:
+        try:
+            out = self._function(x)
+        except Exception as err:
+            raise AnnealingError(
+                f"calling log_unnormalized of FunctionEnergy {self.name!r} on a symbolic "
+                f"({self.dtype}) matrix of shape (N, {self.num_dims}) failed with "
+                f"{type(err).__name__}: {err}. It must build a PyTensor graph (use "
+                "pytensor.tensor functions, not NumPy ones)."
+            ) from err
+        try:
+            out = pt.as_tensor_variable(out)
+        except (TypeError, ValueError) as err:
+            raise AnnealingError(
+                f"log_unnormalized of FunctionEnergy {self.name!r} must return a PyTensor tensor, "
+                f"got {type(out).__name__}."
+            ) from err
+        return out
+
+    def _check_output(self, out: TensorVariable) -> None:
+        if out.ndim != 1:
+            raise AnnealingError(
+                f"log_unnormalized of FunctionEnergy {self.name!r} must map x of shape "
+                f"(N, {self.num_dims}) to one value per row, shape (N,); its output has "
+                f"ndim={out.ndim}. Sum over the last axis (e.g. (...).sum(axis=1))."
+            )
+        if not out.dtype.startswith("float"):
+            raise AnnealingError(
+                f"log_unnormalized of FunctionEnergy {self.name!r} must return floats, got dtype {out.dtype}."
+            )
+
+    def log_unnormalized(self, x) -> TensorVariable:
+        out = self._call(pt.as_tensor_variable(x))
+        self._check_output(out)
+        return out if out.dtype == self.dtype else pt.cast(out, self.dtype)
+
+    def log_unnormalized_numpy(self, x: np.ndarray) -> np.ndarray:
+        if self._compiled is None:
+            x_sym = pt.matrix("x", dtype=self.dtype)
+            self._compiled = pytensor.function([x_sym], self.log_unnormalized(x_sym))
+        x = np.asarray(x, dtype=self.dtype)
+        if x.ndim != 2 or x.shape[1] != self.num_dims:
+            raise AnnealingError(f"x must have shape (N, {self.num_dims}), got {x.shape}.")
+        return np.asarray(self._compiled(x), dtype=np.float64)
+
+    def exact_log_z(self) -> float:
+        """The ``log_z`` given at construction; raises :class:`AnnealingError` if none was."""
+        if self._log_z is None:
+            raise AnnealingError(
+                f"FunctionEnergy {self.name!r} was built without log_z, so it has no exact log Z. "
+                "Pass log_z=... if you know it, or estimate it with pymc_anneal.ais(model, ...)."
+            )
+        return self._log_z

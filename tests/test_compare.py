@@ -1,0 +1,265 @@
+"""compare / bayes_factor against closed forms, the propagation of the standard errors, and
+clear errors on bad input.
+
+Ground truth: two conjugate models for the same data (``analytic.normal_mean``'s y, known
+noise sd 1.5, n = 20): mu ~ N(0.5, 2) ("wide") and mu ~ N(0.5, 0.3) ("narrow"), whose log
+evidences are Gaussian log densities. Each model is annealed once with many chains; groups
+of 4 chains are independent replicate runs, so one compile gives many runs.
+"""
+
+from __future__ import annotations
+
+import doctest
+import functools
+import math
+import sys
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy import stats
+
+import pymc_anneal as pa
+from tests import analytic
+
+SEED = 20261122
+CHAINS_PER_RUN = 4
+NUM_RUNS = 200
+NARROW_SD = 0.3
+
+
+def _conjugate_pair():
+    wide = analytic.normal_mean()
+    y, noise_sd, prior_mean = (wide.params[k] for k in ("y", "noise_sd", "prior_mean"))
+    build_narrow = functools.partial(analytic._build_normal_mean, y, prior_mean, NARROW_SD,
+                                     noise_sd)
+    cov = noise_sd**2 * np.eye(y.size) + NARROW_SD**2 * np.ones((y.size, y.size))
+    narrow_log_evidence = analytic.exact_log_evidence_gaussian(y, prior_mean, cov)
+    return {"wide": (wide.build, wide.log_evidence),
+            "narrow": (build_narrow, narrow_log_evidence)}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """name -> (DataTree with NUM_RUNS * CHAINS_PER_RUN chains, exact log evidence)."""
+    out = {}
+    for i, (name, (build, exact)) in enumerate(_conjugate_pair().items()):
+        with build():
+            idata = pa.sample_ais(draws=50, chains=NUM_RUNS * CHAINS_PER_RUN, num_steps=100,
+                                  backend="jax", random_seed=SEED + i, progressbar=False)
+        out[name] = (idata, exact)
+    return out
+
+
+def _run(idata, r):
+    return idata.isel(chain=slice(r * CHAINS_PER_RUN, (r + 1) * CHAINS_PER_RUN))
+
+
+def test_the_closed_forms_differ_decisively():
+    """Keeps the ground-truth test meaningful: the Bayes factor is far from 1."""
+    pair = _conjugate_pair()
+    assert pair["wide"][1] - pair["narrow"][1] > 4.0
+
+
+def test_bayes_factor_matches_the_closed_form(runs):
+    (wide, wide_exact), (narrow, narrow_exact) = runs["wide"], runs["narrow"]
+    exact = wide_exact - narrow_exact
+    bf = pa.bayes_factor(wide, narrow, prob=0.997)  # a 3-standard-error interval
+    assert bf.lower <= math.exp(exact) <= bf.upper, (bf, exact)
+    assert bf.standard_error < 0.02  # the interval is tight enough to mean something
+    assert bf.strength == pa.evidence_strength(exact) == "strong"
+    # compare gives the same numbers, from the best model's side
+    table = pa.compare({"narrow": narrow, "wide": wide}, prob=0.997)
+    assert list(table.index) == ["wide", "narrow"]
+    row = table.loc["narrow"]
+    assert row["log_evidence_diff"] == pytest.approx(bf.log_bayes_factor, rel=1e-12)
+    assert row["dse"] == pytest.approx(bf.standard_error, rel=1e-12)
+    assert row["bf_low"] <= math.exp(exact) <= row["bf_high"]
+    # posterior model probability of the narrow model under equal priors, exactly
+    exact_probability = 1.0 / (1.0 + math.exp(exact))
+    assert row["probability_low"] <= exact_probability <= row["probability_high"]
+
+
+def test_intervals_cover_the_closed_form_over_independent_runs(runs):
+    """Coverage of the 95% intervals over NUM_RUNS independent pairs of 4-chain runs.
+
+    If the propagated standard error were honest, the number of misses is Binomial(200,
+    0.05) or fewer (``se`` takes the larger of two error estimates, so it errs wide); the
+    threshold has probability < 0.1% of a false alarm. Leaving out the second model's error
+    (a dse of se instead of sqrt(2) se) would cover about 83%, and fail. The z-scores' spread
+    guards the other side: vacuously wide intervals would give a tiny spread."""
+    (wide, wide_exact), (narrow, narrow_exact) = runs["wide"], runs["narrow"]
+    exact = wide_exact - narrow_exact
+    exact_probability = 1.0 / (1.0 + math.exp(-exact))
+    covered_bf = covered_probability = 0
+    z_scores = []
+    for r in range(NUM_RUNS):
+        w, n = _run(wide, r), _run(narrow, r)
+        bf = pa.bayes_factor(w, n)
+        covered_bf += bf.lower <= math.exp(exact) <= bf.upper
+        z_scores.append((bf.log_bayes_factor - exact) / bf.standard_error)
+        table = pa.compare({"wide": w, "narrow": n}, num_samples=2000, random_seed=r)
+        covered_probability += (table.loc["wide", "probability_low"] <= exact_probability
+                                <= table.loc["wide", "probability_high"])
+    threshold = stats.binom.ppf(0.001, NUM_RUNS, 0.95)
+    assert covered_bf >= threshold, (covered_bf, threshold)
+    assert covered_probability >= threshold, (covered_probability, threshold)
+    # E[max(1, chain spread / se)] is about 1.2 with 4 chains: sd(z) near 0.8, and 0.6 is
+    # four sampling standard deviations (0.04) below
+    assert 0.6 < np.std(z_scores) < 1.2, np.std(z_scores)
+    assert abs(np.mean(z_scores)) < 4 * np.std(z_scores) / math.sqrt(NUM_RUNS)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def _est(log_z, se=0.05, chain_sd=0.04, ess=800.0, n=1000):
+    return pa.EvidenceEstimate(log_z, se, chain_sd, ess, n)
+
+
+def test_probabilities_sum_to_one_and_follow_bayes_rule():
+    estimates = {"a": _est(-10.0), "b": _est(-11.0), "c": _est(-14.5), "d": _est(-10.2)}
+    prior = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
+    equal = pa.compare(estimates)
+    weighted = pa.compare(estimates, prior_probabilities=prior)
+    for table in (equal, weighted):
+        assert table["probability"].sum() == pytest.approx(1.0, abs=1e-12)
+        assert table["prior_probability"].sum() == pytest.approx(1.0, abs=1e-12)
+        assert np.all(table["probability_low"] <= table["probability"])
+        assert np.all(table["probability"] <= table["probability_high"])
+        assert list(table["rank"]) == [0, 1, 2, 3]
+        assert list(table.index) == ["a", "d", "b", "c"]
+    # posterior odds = prior odds x Bayes factor
+    posterior_odds = weighted.loc["d", "probability"] / weighted.loc["b", "probability"]
+    assert posterior_odds == pytest.approx(4.0 / 2.0 * math.exp(-10.2 + 11.0), rel=1e-12)
+    assert weighted.loc["a", "prior_probability"] == pytest.approx(0.1)
+    # the difference columns
+    assert equal.loc["a", "log_evidence_diff"] == 0 and equal.loc["a", "dse"] == 0
+    assert equal.loc["a", "strength"] == "best model"
+    assert equal.loc["c", "log_evidence_diff"] == pytest.approx(4.5)
+    assert equal.loc["c", "dse"] == pytest.approx(math.hypot(0.05, 0.05))
+    assert equal.loc["c", "bayes_factor"] == pytest.approx(math.exp(4.5))
+    z = stats.norm.ppf(0.975)
+    assert equal.loc["c", "bf_low"] == pytest.approx(math.exp(4.5 - z * math.hypot(0.05, 0.05)))
+    assert equal.attrs["prob"] == 0.95
+
+
+def test_probability_intervals_are_reproducible_and_shrink_with_the_error():
+    estimates = {"a": _est(-10.0, se=0.3, chain_sd=0.1), "b": _est(-10.5, se=0.3, chain_sd=0.1)}
+    first, again = pa.compare(estimates), pa.compare(estimates)
+    assert first.equals(again)
+    precise = pa.compare({k: v._replace(standard_error=0.01, chain_sd=0.005)
+                        for k, v in estimates.items()})
+    width = first["probability_high"] - first["probability_low"]
+    precise_width = precise["probability_high"] - precise["probability_low"]
+    assert np.all(precise_width < width / 10)
+    # the normal approximation of the log evidences, checked on one quantile in closed form:
+    # P(a) = 1 / (1 + exp(-(d))) with d ~ N(0.5, 0.3^2 + 0.3^2)
+    d_low = 0.5 - stats.norm.ppf(0.975) * math.hypot(0.3, 0.3)
+    mc_error = 0.01  # 10000 draws: the 2.5% quantile's sd is about 0.002 here
+    assert first.loc["a", "probability_low"] == pytest.approx(1 / (1 + math.exp(-d_low)),
+                                                              abs=mc_error)
+
+
+def test_the_larger_standard_error_is_propagated():
+    table = pa.compare({"spread": _est(-1.0, se=0.02, chain_sd=0.05),
+                        "delta": _est(-2.0, se=0.04, chain_sd=0.01),
+                        "one_chain": _est(-3.0, se=0.03, chain_sd=float("nan"))})
+    assert table.loc["spread", "se"] == 0.05
+    assert table.loc["delta", "se"] == 0.04
+    assert table.loc["one_chain", "se"] == 0.03
+    assert table.loc["delta", "dse"] == pytest.approx(math.hypot(0.04, 0.05))
+    bf = pa.bayes_factor(_est(-1.0, se=0.02, chain_sd=0.05), _est(-2.0, se=0.04, chain_sd=0.01))
+    assert bf.standard_error == pytest.approx(math.hypot(0.05, 0.04))
+
+
+def test_bayes_factor_is_antisymmetric():
+    a, b = _est(-3.0, se=0.1), _est(-5.5, se=0.2)
+    ab, ba = pa.bayes_factor(a, b, prob=0.9), pa.bayes_factor(b, a, prob=0.9)
+    assert ab.log_bayes_factor == -ba.log_bayes_factor == 2.5
+    assert ab.lower == pytest.approx(1 / ba.upper) and ab.upper == pytest.approx(1 / ba.lower)
+    assert ab.strength == ba.strength == "positive"
+    assert ab.prob == 0.9
+
+
+@pytest.mark.parametrize(("log_bf", "words"), [
+    (0.0, "not worth more than a bare mention"),
+    (0.99, "not worth more than a bare mention"),
+    (1.0, "positive"),
+    (-2.9, "positive"),
+    (3.0, "strong"),
+    (4.99, "strong"),
+    (5.0, "very strong"),
+    (-40.0, "very strong"),
+])
+def test_kass_raftery_scale_on_two_log_bf(log_bf, words):
+    assert pa.evidence_strength(log_bf) == words
+
+
+def test_warning_column_uses_the_sampler_thresholds():
+    from pymc_anneal.checks import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
+
+    n = 1000
+    table = pa.compare({
+        "fine": _est(-1.0, ess=LOW_ESS_FRACTION * n + 1, n=n),
+        "low_ess": _est(-2.0, ess=LOW_ESS_FRACTION * n - 1, n=n),
+        "disagree": _est(-3.0, se=0.01, chain_sd=CHAIN_DISAGREEMENT * 0.01 * 1.01),
+        "both": _est(-4.0, se=0.01, chain_sd=0.5, ess=3.0, n=n),
+    })
+    assert table["warning"].to_dict() == {"fine": False, "low_ess": True, "disagree": True,
+                                          "both": True}
+    assert table.loc["fine", "warning_reason"] == ""
+    assert table.loc["low_ess", "warning_reason"].startswith("low ESS (49.0 of 1000")
+    assert table.loc["disagree", "warning_reason"].startswith("chains disagree")
+    assert "low ESS" in table.loc["both", "warning_reason"]
+    assert "chains disagree" in table.loc["both", "warning_reason"]
+
+
+def test_docstring_examples():
+    result = doctest.testmod(sys.modules["pymc_anneal.comparison"])
+    assert result.attempted >= 8 and result.failed == 0, result
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_compare_refuses_a_datatree_without_evidence():
+    posterior_only = az.from_dict({"posterior": {"mu": np.zeros((2, 10))}})
+    with pytest.raises(pa.AnnealingError,
+                       match=r"model 'mcmc' has no evidence estimate: .*groups \['posterior'\]"
+                             r".*run pymc_anneal.sample_ais"):
+        pa.compare({"ais": _est(-1.0), "mcmc": posterior_only})
+    with pytest.raises(pa.AnnealingError, match="model 'idata2' has no evidence estimate"):
+        pa.bayes_factor(_est(-1.0), posterior_only)
+
+
+@pytest.mark.parametrize(("args", "kwargs", "match"), [
+    (([_est(-1.0), _est(-2.0)],), {}, r"needs a dict from model name.*got list"),
+    (({"a": _est(-1.0)},), {}, r"at least two models, got 1"),
+    ((az.from_dict({"posterior": {"mu": np.zeros((2, 10))}}),), {},
+     r"needs a dict from model name.*got DataTree"),
+    (({"a": _est(-1.0), "b": np.array([1.0])},), {},
+     r"model 'b' must be a DataTree returned by pymc_anneal.sample_ais.*got ndarray"),
+    (({"a": _est(-1.0), "b": _est(-np.inf)},), {}, r"model 'b' has a log evidence of -inf"),
+    (({"a": _est(-1.0), "b": _est(-2.0)},), {"prior_probabilities": {"a": 1.0}},
+     r"exactly the models' names.*missing \['b'\], unknown \[\]"),
+    (({"a": _est(-1.0), "b": _est(-2.0)},), {"prior_probabilities": {"a": 1.0, "c": 1.0}},
+     r"missing \['b'\], unknown \['c'\]"),
+    (({"a": _est(-1.0), "b": _est(-2.0)},), {"prior_probabilities": {"a": 1.0, "b": 0.0}},
+     r"positive finite numbers, got \{'b': 0.0\}"),
+    (({"a": _est(-1.0), "b": _est(-2.0)},), {"prior_probabilities": [0.5, 0.5]},
+     r"prior_probabilities must be a dict.*got list"),
+    (({"a": _est(-1.0), "b": _est(-2.0)},), {"prob": 1.5},
+     r"prob must be a number strictly between 0 and 1, got 1.5"),
+    (({"a": _est(-1.0), "b": _est(-2.0)},), {"num_samples": 10},
+     r"num_samples must be an integer >= 100, got 10"),
+    (({1: _est(-1.0), "1": _est(-2.0)},), {}, r"model names must be distinct as strings"),
+])
+def test_compare_bad_input(args, kwargs, match):
+    with pytest.raises(pa.AnnealingError, match=match):
+        pa.compare(*args, **kwargs)
+
+
+def test_evidence_strength_refuses_nan():
+    with pytest.raises(pa.AnnealingError, match="must be a number, got nan"):
+        pa.evidence_strength(float("nan"))

@@ -1,0 +1,250 @@
+"""Diagnostic plots: each is rendered headless (Agg) to PNG and SVG, without warnings, and
+its content is checked against the data it shows (titles, labels, lines, values)."""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import xarray as xr  # noqa: E402
+
+import pymc_anneal as pa  # noqa: E402
+from tests import analytic  # noqa: E402
+
+SEED = 4
+TARGET = analytic.normal_mean()
+CONVERGENCE_STEPS = (3, 10, 30, 100)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return TARGET.build()
+
+
+@pytest.fixture(scope="module")
+def idata(model):
+    return pa.sample_ais(model=model, draws=200, chains=3, num_steps=100, backend="jax",
+                         random_seed=SEED, progressbar=False)
+
+
+@pytest.fixture(scope="module")
+def convergence_runs(model):
+    """Two runs per number of temperatures; the short ones are meant to be poor, so their
+    AnnealingWarnings (low ESS, chains disagreeing) are expected here and silenced."""
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)
+        for k in CONVERGENCE_STEPS:
+            for r in range(2):
+                runs.append(pa.sample_ais(model=model, draws=200, chains=3, num_steps=k,
+                                          backend="jax", random_seed=SEED + 10 * k + r,
+                                          progressbar=False))
+    return runs
+
+
+def _save(fig, tmp_path, name):
+    """Render to PNG and SVG; return the PNG's path."""
+    png, svg = tmp_path / f"{name}.png", tmp_path / f"{name}.svg"
+    fig.savefig(png)
+    fig.savefig(svg)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"<svg" in svg.read_bytes()[:2000]
+    return png
+
+
+def _fake_idata(log_w: np.ndarray) -> xr.DataTree:
+    """The groups of sample_ais that plot_log_weights needs, from given log weights."""
+    from pymc_anneal.estimators import log_mean_exp
+
+    return xr.DataTree.from_dict({
+        "particles": xr.Dataset({"log_weight": (("chain", "draw"), log_w)}),
+        "sample_stats": xr.Dataset({"log_marginal_likelihood": (("chain",),
+                                                                log_mean_exp(log_w, axis=1))}),
+    })
+
+
+# --------------------------------------------------------------------------- log weights
+
+
+def test_plot_log_weights(idata, tmp_path):
+    ax = pa.plots.plot_log_weights(idata)
+    _save(ax.figure, tmp_path, "log_weights")
+    est = pa.log_evidence(idata)
+    log_w = idata["particles"]["log_weight"].values
+    assert ax.get_title() == (f"Log weights: ESS {est.ess:.0f} of {log_w.size} "
+                              f"({100 * est.ess / log_w.size:.2g}%)")
+    assert ax.get_xlabel() == "log importance weight" and ax.get_ylabel() == "particles"
+    # one step histogram per chain, holding all of its particles
+    assert len(ax.patches) == log_w.shape[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:3] == ["chain 0", "chain 1", "chain 2"]
+    assert labels[3] == rf"$\log\hat Z$ = {est.log_evidence:.3f} ± {est.standard_error:.3f}"
+    vline = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert len(vline) == 1 and vline[0].get_xdata()[0] == pytest.approx(est.log_evidence)
+    edges = np.histogram_bin_edges(log_w, bins="auto")
+    for c, patch in enumerate(ax.patches):
+        counts, _ = np.histogram(log_w[c], bins=edges)
+        # a step outline visits each bin's height twice
+        heights = patch.get_xy()[1:-1:2, 1][: counts.size]
+        np.testing.assert_array_equal(heights, counts)
+        assert counts.sum() == log_w.shape[1]
+
+
+def test_plot_log_weights_pools_many_chains_and_leaves_out_negligible_weights(tmp_path):
+    rng = np.random.default_rng(0)
+    log_w = rng.normal(-5.0, 1.0, size=(12, 40))
+    log_w[0, :3] = -np.inf  # zero weight
+    log_w[1, :2] = -1e10  # stranded particles, as seen on hard models
+    ax = pa.plots.plot_log_weights(_fake_idata(log_w), bins=10)
+    _save(ax.figure, tmp_path, "log_weights_pooled")
+    assert len(ax.patches) == 1
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0] == "12 chains"
+    assert labels[-1] == ("5 particles with negligible weight\n(below e^-50 of the largest) "
+                          "not shown")
+    heights = ax.patches[0].get_xy()[1:-1:2, 1][:10]
+    assert heights.sum() == log_w.size - 5
+    assert ax.get_xlim()[0] > log_w.max() - 50  # the stranded particles do not set the range
+
+
+# --------------------------------------------------------------------------- along beta
+
+
+def test_plot_annealing(idata, tmp_path):
+    axes = pa.plots.plot_annealing(idata)
+    _save(axes[0].figure, tmp_path, "annealing")
+    stats = idata["annealing_stats"]
+    draws = idata["particles"].sizes["draw"]
+    assert [ax.get_ylabel() for ax in axes] == ["weight ESS / particles", "acceptance rate",
+                                                "step size"]
+    assert axes[-1].get_xlabel() == r"inverse temperature $\beta$"
+    assert axes[0].get_title() == "Annealing diagnostics (100 temperatures)"
+    assert all(ax.get_xscale() == "log" for ax in axes)
+    for ax, name, scale in zip(axes, ["ess", "acceptance_rate", "step_size"], [1 / draws, 1, 1]):
+        chain_lines = [line for line in ax.get_lines() if line.get_label().startswith("chain")]
+        assert len(chain_lines) == 3
+        for c, line in enumerate(chain_lines):
+            np.testing.assert_allclose(line.get_xdata(), stats["beta"].values[c])
+            np.testing.assert_allclose(line.get_ydata(), stats[name].values[c] * scale)
+    threshold = [line for line in axes[0].get_lines() if line.get_label().startswith("warning")]
+    assert len(threshold) == 1 and threshold[0].get_ydata()[0] == pytest.approx(0.05)
+
+
+def test_plot_running_log_z(idata, tmp_path):
+    axes = pa.plots.plot_running_log_z(idata)
+    _save(axes[0].figure, tmp_path, "running_log_z")
+    assert axes[0].get_title() == "Running log evidence along the path"
+    assert axes[1].get_xlabel() == r"inverse temperature $\beta$"
+    chain_lines = axes[0].get_lines()[:3]
+    per_chain = idata["sample_stats"]["log_marginal_likelihood"].values
+    for c, line in enumerate(chain_lines):
+        assert line.get_ydata()[-1] == pytest.approx(per_chain[c], abs=1e-9)
+        assert line.get_xdata()[-1] == 1.0
+    deviations = np.array([line.get_ydata() for line in axes[1].get_lines()[:3]])
+    np.testing.assert_allclose(deviations.sum(axis=0), 0.0, atol=1e-9)
+    pooled = [line for line in axes[0].get_lines() if line.get_linestyle() == "--"]
+    assert pooled[0].get_ydata()[0] == pytest.approx(pa.log_evidence(idata).log_evidence)
+
+
+def test_plot_convergence(convergence_runs, tmp_path):
+    ax = pa.plots.plot_convergence(convergence_runs, reference=TARGET.log_evidence)
+    _save(ax.figure, tmp_path, "convergence")
+    assert ax.get_xlabel() == "number of temperatures (num_steps)"
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(k) for k in CONVERGENCE_STEPS]
+    errorbar = ax.containers[0]
+    x, y = errorbar.lines[0].get_data()
+    assert len(x) == 2 * len(CONVERGENCE_STEPS)
+    # runs with the same K sit side by side, within 5% of K
+    np.testing.assert_allclose(x, np.repeat(CONVERGENCE_STEPS, 2), rtol=0.05)
+    assert len(set(np.round(x, 6))) == len(x)
+    np.testing.assert_allclose(y, [pa.log_evidence(r).log_evidence for r in convergence_runs])
+    reference = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert reference[0].get_ydata()[0] == pytest.approx(TARGET.log_evidence)
+    # the science the plot is for: the longest runs are within their error of the truth
+    for run in convergence_runs[-2:]:
+        est = pa.log_evidence(run)
+        assert abs(est.log_evidence - TARGET.log_evidence) < 3 * max(est.standard_error,
+                                                                     est.chain_sd)
+
+
+def test_plot_compare(tmp_path):
+    table = pa.compare({
+        "linear": pa.EvidenceEstimate(-52.1, 0.05, 0.04, 900.0, 1000),
+        "quadratic": pa.EvidenceEstimate(-47.3, 0.04, 0.02, 800.0, 1000),
+        "cubic": pa.EvidenceEstimate(-48.0, 0.30, 0.10, 20.0, 1000),  # low ESS
+    })
+    ax = pa.plots.plot_compare(table)
+    _save(ax.figure, tmp_path, "compare")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["quadratic", "cubic", "linear"]
+    assert ax.get_title() == "Model comparison by evidence"
+    assert ax.get_xlabel() == r"log evidence $\log p(y \mid M)$ (95% interval)"
+    reliable, flagged = ax.containers
+    x, y = reliable.lines[0].get_data()
+    np.testing.assert_allclose(x, [-47.3, -52.1])
+    np.testing.assert_allclose(y, [2, 0])
+    assert flagged.lines[0].get_markerfacecolor() == "white"
+    np.testing.assert_allclose(flagged.lines[0].get_data()[0], [-48.0])
+    # error bars: +-1.96 se (se = the larger of the two error estimates)
+    segments = reliable.lines[2][0].get_segments()
+    np.testing.assert_allclose([s[1, 0] - s[0, 0] for s in segments],
+                               [2 * 1.959964 * 0.04, 2 * 1.959964 * 0.05], rtol=1e-5)
+    right = ax.figure.axes[-1]  # the twin axis that carries the probabilities
+    texts = [t.get_text() for t in right.get_yticklabels()]
+    np.testing.assert_allclose(right.get_yticks(), [2, 1, 0])
+    assert texts[0] == (f"P = {table.loc['quadratic', 'probability']:.3g} "
+                        f"[{table.loc['quadratic', 'probability_low']:.3g}, "
+                        f"{table.loc['quadratic', 'probability_high']:.3g}]")
+    assert "BF" not in texts[0]
+    assert f"BF(best : this) = {table.loc['linear', 'bayes_factor']:.3g}" in texts[2]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "unreliable estimate (see warning column)"]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_plots_refuse_what_is_not_an_ais_result():
+    import arviz as az
+
+    posterior_only = az.from_dict({"posterior": {"mu": np.zeros((2, 10))}})
+    with pytest.raises(pa.AnnealingError, match=r"plot_log_weights needs the group 'particles'"
+                                                r".*groups \['posterior'\]"):
+        pa.plots.plot_log_weights(posterior_only)
+    with pytest.raises(pa.AnnealingError, match="plot_annealing needs the DataTree.*got dict"):
+        pa.plots.plot_annealing({})
+    with pytest.raises(pa.AnnealingError, match=r"plot_convergence needs a non-empty list"):
+        pa.plots.plot_convergence([])
+    with pytest.raises(pa.AnnealingError, match=r"plot_convergence \(run 0\) needs the group"):
+        pa.plots.plot_convergence([posterior_only])
+    with pytest.raises(pa.AnnealingError, match=r"plot_compare needs the DataFrame returned by "
+                                                r"pymc_anneal.compare.*got dict"):
+        pa.plots.plot_compare({})
+
+
+def test_plots_check_their_options(idata):
+    _, axes = plt.subplots(2)
+    with pytest.raises(pa.AnnealingError, match="plot_annealing needs 3 axes, got 2"):
+        pa.plots.plot_annealing(idata, axes=axes)
+    with pytest.raises(pa.AnnealingError, match=r"xscale must be one of \['linear', 'log'\]"):
+        pa.plots.plot_running_log_z(idata, xscale="symlog")
+    with pytest.raises(pa.AnnealingError, match="window must be a positive number of nats"):
+        pa.plots.plot_log_weights(idata, window=0)
+
+
+def test_plots_draw_on_given_axes(idata):
+    _, (left, right) = plt.subplots(1, 2)
+    assert pa.plots.plot_log_weights(idata, ax=right) is right
+    assert len(left.patches) == 0 and len(right.patches) == 3
