@@ -56,11 +56,10 @@ def main(fast: bool = False) -> dict[str, pa.EvidenceEstimate]:
         print(f"{name:>10}: log p(y) = {est.log_evidence:9.3f} ± {est.standard_error:.3f}"
               f"  (chains agree to ± {est.chain_sd:.3f}; ESS {est.ess:.0f}/{est.num_particles};"
               f" {time.perf_counter() - start:.1f} s)")
-    diff = results["quadratic"].log_evidence - results["linear"].log_evidence
-    se = np.hypot(results["quadratic"].standard_error, results["linear"].standard_error)
-    print(f"log Bayes factor quadratic vs linear = {diff:.2f} ± {se:.2f}"
-          f"  (BF ≈ {np.exp(diff):.3g}, 95% interval {np.exp(diff - 2 * se):.3g} to "
-          f"{np.exp(diff + 2 * se):.3g})")
+    bf = pa.bayes_factor(results["quadratic"], results["linear"])
+    print(f"log Bayes factor quadratic vs linear = {bf.log_bayes_factor:.2f} ± "
+          f"{bf.standard_error:.2f}  (BF ≈ {bf.bayes_factor:.3g}, 95% interval {bf.lower:.3g} "
+          f"to {bf.upper:.3g}: {bf.strength} evidence)")
     return results
 
 
