@@ -110,7 +110,7 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _write_generated_pages(app):
+def _write_generated_pages(app=None):
     _write_if_changed(DOCS / "api.md", _api_page())
     GALLERY.mkdir(parents=True, exist_ok=True)
     wanted = {}
@@ -123,6 +123,6 @@ def _write_generated_pages(app):
         _write_if_changed(GALLERY / name, text)
 
 
-def setup(app):
-    # before autosummary (priority 500) scans the pages for the stubs it must write
-    app.connect("builder-inited", _write_generated_pages, priority=100)
+# Written when this file is read, before Sphinx lists the source files: on a fresh checkout
+# a page first written at "builder-inited" is read but gets no autosummary stubs.
+_write_generated_pages()
