@@ -133,7 +133,7 @@ def _build_chunk_function(
     inv_mass = pt.tensor("inv_mass", dtype="float64", shape=(num_steps, d))
     momentum_scale = pt.tensor("momentum_scale", dtype="float64", shape=(num_steps, d))
     state_in = _state_inputs(kernel, d, num_particles, path.dtype if gibbs else "float64")
-    param_names = sorted(path.parameters) if gibbs else []
+    param_names = sorted(path.parameters)
     # static parameter shapes where the other sizes are static too (JAX), else symbolic
     param_in = [pt.tensor(name, dtype=path.parameters[name].dtype,
                           shape=path.parameters[name].shape if num_particles is not None
@@ -202,11 +202,13 @@ def _build_init_function(path: Path, kernel: Kernel, backend: str):
     if isinstance(path, GibbsPath):  # the Gibbs state is the position alone
         return None
     position = pt.matrix("position", dtype="float64")
-    point = path.evaluate(position, gradients=kernel.needs_gradients)
+    params = {name: pt.tensor(name, dtype=value.dtype, shape=(None,) * value.ndim)
+              for name, value in sorted(path.parameters.items())}
+    point = path.evaluate(position, gradients=kernel.needs_gradients, params=params)
     outputs = [point.log_base, point.log_ratio]
     if kernel.needs_gradients:
         outputs += [point.grad_log_base, point.grad_log_ratio]
-    return compile_one_off([position], outputs, backend)
+    return compile_one_off([position, *params.values()], outputs, backend)
 
 
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -219,11 +221,12 @@ def _compiled(
     """Compiled (init, chunk) functions, reused across calls for the same path object."""
     if isinstance(path, GibbsPath):  # parameters are inputs: share by structure
         cache = _COMPILED_BY_STRUCTURE.setdefault((path.structure, path.dtype), {})
-    else:
-        cache = _COMPILED.setdefault(path, {})
+    else:  # an owner holds e.g. its own loop and that of every Gaussian base fitted to it
+        owner = path if path.cache_owner is None else path.cache_owner
+        cache = _COMPILED.setdefault(owner, {}).setdefault(path.structure, {})
     static = (num_particles, num_chains, num_steps) if backend == "jax" else (None, None, None)
     key = (kernel.structure, backend, static)
-    if backend == "jax" and isinstance(path, GibbsPath):
+    if backend == "jax" and path.parameters:
         key += (tuple((k, v.shape) for k, v in sorted(path.parameters.items())),)
     if key not in cache:
         init = cache.get((kernel.structure, backend, "init"))
@@ -245,13 +248,12 @@ class _Runner:
         self.chunk_length = chunk_length if backend == "jax" else None
         self.init_fn, self.chunk_fn = _compiled(path, kernel, backend, num_particles, num_chains,
                                                 chunk_length)
-        self.parameters = ([path.parameters[k] for k in sorted(path.parameters)]
-                           if isinstance(path, GibbsPath) else [])
+        self.parameters = [path.parameters[k] for k in sorted(path.parameters)]
 
     def initial_state(self, positions, inv_mass0, rng):
         if self.init_fn is None:
             return {"position": np.asarray(positions, dtype=self.path.dtype)}
-        values = self.init_fn(positions)
+        values = self.init_fn(positions, *self.parameters)
         point = dict(zip(("log_base", "log_ratio", "grad_log_base", "grad_log_ratio"), values))
         state = {"position": positions}
         for name in self.kernel.state_type._fields:
@@ -423,8 +425,12 @@ def run_ais(
     num_leapfrog_steps: int = 1,
     num_chunks: int = 20,
     progressbar: bool = True,
+    label: str | None = None,
 ) -> AISResult:
-    """Run forward AIS on ``path``; see :func:`pymc_anneal.sample_ais` for the options."""
+    """Run forward AIS on ``path``; see :func:`pymc_anneal.sample_ais` for the options.
+
+    ``label`` names the run in the progress bar (default: the path's name).
+    """
     tuning = tuning or TuningOptions()
     if kernel not in KERNELS:
         raise AnnealingError(f"unknown kernel {kernel!r}; must be one of {sorted(KERNELS)}.")
@@ -451,7 +457,7 @@ def run_ais(
 
     from pymc_anneal._progress import annealing_progress
 
-    with annealing_progress(progressbar, path.name, num_steps) as progress:
+    with annealing_progress(progressbar, label or path.name, num_steps) as progress:
         progress("tuning", 0)
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)

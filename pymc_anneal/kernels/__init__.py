@@ -6,7 +6,8 @@ A kernel module provides ``build_kernel(path, **structural_options) -> Kernel``.
 - ``init(point, position, momentum_draw)`` -> the kernel's own state NamedTuple;
 - ``step(rng, state, beta, params)`` -> ``(next_rng, new_state, info)`` where ``params``
   holds the per-step numeric parameters (``step_size``, ``inv_mass``, ``momentum_scale``,
-  ``refresh``) and ``info`` is an :class:`Info`.
+  ``refresh``) and the path's own parameters, to be passed on to ``path.evaluate``, and
+  ``info`` is an :class:`Info`.
 
 Every state has ``position`` and ``log_ratio``; the driver only reads those (and rescales
 ``momentum`` when the kernel has one). Adding a kernel = one module + one row in

@@ -98,7 +98,8 @@ def build_kernel(
             momentum = noise / pt.sqrt(inv_mass)
         grad = state.grad_log_base + beta * state.grad_log_ratio
         new_position, new_momentum, point = leapfrog(
-            path, state.position, momentum, grad, beta, step_size, inv_mass, num_leapfrog_steps
+            path, state.position, momentum, grad, beta, step_size, inv_mass, num_leapfrog_steps,
+            params=params,
         )
         log_f_old = state.log_base + beta * state.log_ratio
         log_f_new = point.log_base + beta * point.log_ratio

@@ -16,13 +16,16 @@ from __future__ import annotations
 from pymc_anneal.paths import Path, PathPoint
 
 
-def leapfrog(path: Path, position, momentum, grad, beta, step_size, inv_mass, num_steps: int):
-    """Integrate ``num_steps`` leapfrog steps; return ``(position, momentum, point)``."""
+def leapfrog(path: Path, position, momentum, grad, beta, step_size, inv_mass, num_steps: int,
+             params: dict | None = None):
+    """Integrate ``num_steps`` leapfrog steps; return ``(position, momentum, point)``.
+
+    ``params`` holds the path's symbolic parameters (see :attr:`Path.parameters`)."""
     point: PathPoint | None = None
     for _ in range(num_steps):
         momentum = momentum + 0.5 * step_size * grad
         position = position + step_size * inv_mass * momentum
-        point = path.evaluate(position)
+        point = path.evaluate(position, params=params)
         grad = point.grad_log_base + beta * point.grad_log_ratio
         momentum = momentum + 0.5 * step_size * grad
     return position, momentum, point

@@ -34,7 +34,7 @@ def build_kernel(path: Path) -> Kernel:
     def step(rng, state: MetropolisState, beta, params):
         rng, noise = pt.random.normal(size=state.position.shape, rng=rng, return_next_rng=True)
         proposal = state.position + params["step_size"] * pt.sqrt(params["inv_mass"]) * noise
-        point = path.evaluate(proposal, gradients=False)
+        point = path.evaluate(proposal, gradients=False, params=params)
         log_f_old = state.log_base + beta * state.log_ratio
         log_f_new = point.log_base + beta * point.log_ratio
         delta = log_f_new - log_f_old

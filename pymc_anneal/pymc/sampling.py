@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pymc as pm
 import xarray as xr
@@ -17,18 +19,23 @@ from pymc_anneal.checks import (  # noqa: F401  (re-exported for compare and tes
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import CONTINUOUS_KERNELS
+from pymc_anneal.paths import fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
 
-__all__ = ["sample_ais"]
+__all__ = ["DEFAULT_NUM_STEPS", "sample_ais"]
+
+DEFAULT_NUM_STEPS = {"prior": 2000, "gaussian": 200}
+"""Default number of temperatures for each base."""
 
 
 def sample_ais(
     draws: int = 1000,
     *,
     chains: int = 4,
-    num_steps: int | None = 2000,
+    num_steps: int | None = None,
     schedule="power",
+    base: str = "prior",
     kernel: str = "hais",
     random_seed=None,
     progressbar: bool = True,
@@ -41,14 +48,27 @@ def sample_ais(
     num_pilot: int = 256,
     target_acceptance: float | None = None,
     momentum_refresh: float | None = None,
+    fit_steps: int = 500,
+    fit_draws: int | None = None,
 ) -> xr.DataTree:
     r"""Estimate the log marginal likelihood (evidence) of a PyMC model with AIS.
 
-    The base is the prior in the unconstrained value space and the path tempers the
-    likelihood: :math:`f_\beta(\theta) = p(\theta)\, p(y \mid \theta)^\beta`. ``chains``
-    independent runs of ``draws`` particles each anneal from :math:`\beta = 0` to 1 through
-    ``num_steps`` temperatures, all in one compiled loop. Call it inside ``with pm.Model():``
-    or pass ``model=``.
+    By default the base is the prior in the unconstrained value space and the path tempers
+    the likelihood: :math:`f_\beta(\theta) = p(\theta)\, p(y \mid \theta)^\beta`.
+    ``chains`` independent runs of ``draws`` particles each anneal from :math:`\beta = 0` to 1
+    through ``num_steps`` temperatures, all in one compiled loop. Call it inside
+    ``with pm.Model():`` or pass ``model=``.
+
+    With ``base="gaussian"`` the base is instead a full-covariance Gaussian
+    :math:`q` fitted to the posterior, and the path is geometric,
+    :math:`f_\beta = q^{1-\beta}\,(p(\theta)\,p(y \mid \theta))^\beta`, run in
+    coordinates whitened by :math:`q`. The fit comes from a separate, smaller AIS run from the
+    prior (``fit_steps`` temperatures, ``fit_draws`` particles, its particles' mean and
+    shrunk covariance), so the estimate stays unbiased whatever the fit's quality. For
+    unimodal posteriors this needs about ten times fewer temperatures for the same accuracy
+    and keeps working in 100 dimensions, where annealing from the prior falls behind (see
+    the user guide). For multimodal posteriors keep the prior base: a Gaussian can miss a
+    mode without any diagnostic noticing.
 
     Parameters
     ----------
@@ -56,12 +76,16 @@ def sample_ais(
         Particles per chain (>= 2).
     chains : int, default 4
         Independent runs; their spread is an honest check of the standard error.
-    num_steps : int, default 2000
-        Number of temperatures K (>= 1); ``num_steps=1`` is plain importance sampling from
-        the prior. Ignored (use ``None``) when ``schedule`` is an array.
+    num_steps : int, optional
+        Number of temperatures K (>= 1); default 2000 with ``base="prior"`` and 200 with
+        ``base="gaussian"``. ``num_steps=1`` is plain importance sampling from the base.
+        Leave it ``None`` when ``schedule`` is an array.
     schedule : str or array, default "power"
         One of :data:`pymc_anneal.schedules.SCHEDULES` or an array of inverse temperatures
         strictly increasing from 0 to 1.
+    base : {"prior", "gaussian"}, default "prior"
+        Anneal from the prior (robust, the default) or from a Gaussian fitted to the
+        posterior (fast and accurate for unimodal posteriors, also in high dimensions).
     kernel : {"hais", "hmc", "metropolis"}, default "hais"
         HMC with persistent momentum (Sohl-Dickstein & Culpepper 2012), HMC with a fresh
         momentum each step, or random-walk Metropolis.
@@ -81,6 +105,11 @@ def sample_ais(
         the identity.
     num_tuning_bands, num_pilot, target_acceptance, momentum_refresh
         Tuning details; see :class:`pymc_anneal.driver.TuningOptions`.
+    fit_steps : int, default 500
+        With ``base="gaussian"``: temperatures of the fitting run from the prior.
+    fit_draws : int, optional
+        With ``base="gaussian"``: particles of the fitting run; default
+        ``min(max(num_pilot, 10 * d), 4000)`` for ``d`` parameters.
 
     Returns
     -------
@@ -112,9 +141,16 @@ def sample_ais(
     model = pm.modelcontext(model)
     draws = _check_count("draws", draws, 2)
     chains = _check_count("chains", chains, 1)
+    if base not in DEFAULT_NUM_STEPS:
+        raise AnnealingError(f"unknown base {base!r}; must be one of {sorted(DEFAULT_NUM_STEPS)}.")
     if num_steps is not None:
         num_steps = _check_count("num_steps", num_steps, 1)
+    elif isinstance(schedule, str):
+        num_steps = DEFAULT_NUM_STEPS[base]
     betas = make_schedule(schedule, num_steps)
+    fit_steps = _check_count("fit_steps", fit_steps, 1)
+    if fit_draws is not None:
+        fit_draws = _check_count("fit_draws", fit_draws, 2)
     if kernel not in CONTINUOUS_KERNELS:
         raise AnnealingError(f"unknown kernel {kernel!r} for a PyMC model; must be one of "
                              f"{sorted(CONTINUOUS_KERNELS)}.")
@@ -134,16 +170,43 @@ def sample_ais(
                            num_bands=num_tuning_bands, num_pilot=num_pilot,
                            target_acceptance=target_acceptance, refresh=momentum_refresh,
                            adapt_schedule=isinstance(schedule, str) and schedule == "adaptive")
-    result = run_ais(mp.path, kernel=kernel, betas=betas, draws=draws, chains=chains, rng=rng,
+    path, fit_info, fit_time = mp.path, {}, 0.0
+    if base == "gaussian":
+        t0 = time.perf_counter()
+        fit_rng, rng = rng.spawn(2)
+        d = mp.path.num_dims
+        fit_draws = fit_draws or min(max(num_pilot, 10 * d), 4000)
+        fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
+        fit = run_ais(mp.path, kernel=kernel, betas=make_schedule(fit_schedule, fit_steps),
+                      draws=fit_draws, chains=1, rng=fit_rng, backend=backend, tuning=tuning,
+                      num_leapfrog_steps=num_leapfrog_steps, progressbar=progressbar,
+                      label=f"{mp.path.name} (fitting the base)")
+        # equally weighted: the particles of a short run are each close to the posterior
+        # (lagging a little, i.e. slightly too wide, which suits a base), while their
+        # weights are often degenerate in high dimensions (so a low ESS here is no warning)
+        alive = np.isfinite(fit.log_weights[0])
+        if not alive.any():
+            _check_weights(fit.log_weights)  # the clear error for all-zero weights
+        mean, cov = fit_gaussian(fit.positions[0][alive])
+        path = gaussian_base_path(mp.path, mean, cov)
+        fit_time = time.perf_counter() - t0
+        fit_info = {"fit_steps": fit_steps, "fit_draws": fit_draws,
+                    "fit_ess": float(np.sum(fit.settings["ess"]))}
+    result = run_ais(path, kernel=kernel, betas=betas, draws=draws, chains=chains, rng=rng,
                      backend=backend, tuning=tuning, num_leapfrog_steps=num_leapfrog_steps,
                      progressbar=progressbar)
     _check_weights(result.log_weights)
+    if base == "gaussian":  # whitened coordinates -> the model's value space
+        chol = path.parameters["base_chol"]
+        result.positions = path.parameters["base_mean"] + result.positions @ chol.T
+        result.timings["fit"] = fit_time
     variables = mp.to_variables(result.positions, backend)
     var_dims = {name: list(dims) for name, dims in model.named_vars_to_dims.items()
                 if name in variables and dims is not None}
     coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
     return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
                        attrs={"schedule": schedule if isinstance(schedule, str) else "custom",
+                              "base": base, **fit_info,
                               "random_seed": None if random_seed is None or isinstance(
                                   random_seed, np.random.Generator) else str(random_seed),
                               "model": model.name or None})
