@@ -5,9 +5,13 @@ Every model here has a closed-form log evidence (``tests/analytic.py``), so the 
 each estimate is known exactly. For each model the script runs
 
 * ``pm.sample_smc(draws=2000, chains=2, cores=1)``: the reference,
-* ``pa.sample_ais`` at its defaults (``draws=1000, chains=4, num_steps=2000``),
-* optionally two cheaper AIS settings (``num_steps=500``; ``draws=500, num_steps=100``)
-  and any ``--ais-extra`` settings,
+* ``pa.sample_ais`` at its defaults (``draws=1000, chains=4``, prior base,
+  ``num_steps=2000``),
+* ``pa.sample_ais(base="gaussian")`` at its defaults (a fitting run of 500 temperatures,
+  then ``num_steps=200`` from the fitted Gaussian),
+* optionally cheaper settings of both (``num_steps=500``; ``draws=500, num_steps=100``;
+  ``base="gaussian", draws=500, num_steps=50, fit_steps=100``) and any ``--ais-extra``
+  settings,
 
 ``R`` times each with different seeds, after one warm-up call of each method on the same
 model object so that compile/JIT time is excluded from the steady-state wall time. The
@@ -56,6 +60,7 @@ import pymc as pm  # noqa: E402
 from scipy.special import logsumexp  # noqa: E402
 
 import pymc_anneal as pa  # noqa: E402
+from pymc_anneal.pymc.sampling import DEFAULT_NUM_STEPS  # noqa: E402
 from tests import analytic  # noqa: E402
 
 # ---------------------------------------------------------------------------------------
@@ -75,8 +80,10 @@ SPEED_AIM = 0.2  # ours / SMC wall-time ratio
 
 SMC_KWARGS = dict(draws=2000, chains=2, cores=1)
 AIS_DEFAULT = dict(draws=1000, chains=4, num_steps=2000)  # the package defaults
+GAUSS_DEFAULT = dict(draws=1000, chains=4, base="gaussian", num_steps=200, fit_steps=500)
 AIS_500 = dict(draws=1000, chains=4, num_steps=500)
 AIS_CHEAP = dict(draws=500, chains=4, num_steps=100)
+GAUSS_CHEAP = dict(draws=500, chains=4, base="gaussian", num_steps=50, fit_steps=100)
 
 
 @dataclass
@@ -174,7 +181,7 @@ def summarize(runs: list[Run]) -> dict:
         "cpu_frac": float(statistics.median(r.cpu / r.wall for r in runs)),
         "warned": sum(bool(r.extra.get("warnings")) for r in runs),
         "timings": {k: float(statistics.median(r.timings.get(k, float("nan")) for r in runs))
-                    for k in ("compile", "tuning", "sampling")},
+                    for k in ("compile", "fit", "tuning", "sampling")},
     }
 
 
@@ -272,7 +279,8 @@ def parse_extra(spec: str) -> tuple[str, dict]:
             except ValueError:
                 pass
         kwargs[key.strip()] = value
-    return name.strip(), {**AIS_DEFAULT, **kwargs}
+    base = {k: AIS_DEFAULT[k] for k in ("draws", "chains")}  # num_steps: the base's default
+    return name.strip(), {**base, **kwargs}
 
 
 def main(argv=None) -> int:
@@ -311,14 +319,22 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown model(s) {unknown}; choose from {list(MODELS)}")
     reps = args.reps or (2 if args.quick else 3)
+    # keep the "ais" and "gauss" rows honest: they must be what a user gets by default
     defaults = {k: v.default for k, v in inspect.signature(pa.sample_ais).parameters.items()}
+    defaults["num_steps"] = DEFAULT_NUM_STEPS[defaults["base"]]
+    gauss_defaults = {**defaults, "base": "gaussian",
+                      "num_steps": DEFAULT_NUM_STEPS["gaussian"]}
     stale = {k: (v, defaults[k]) for k, v in AIS_DEFAULT.items() if defaults.get(k) != v}
-    if stale:  # keep the "ais" row honest: it must be what a user gets by default
-        raise SystemExit(f"AIS_DEFAULT is stale, (ours, sample_ais's default): {stale}")
-    ais_settings = {"ais": dict(AIS_DEFAULT)}
+    stale |= {k: (v, gauss_defaults[k]) for k, v in GAUSS_DEFAULT.items()
+              if gauss_defaults.get(k) != v}
+    if stale:
+        raise SystemExit(f"AIS_DEFAULT/GAUSS_DEFAULT are stale, (ours, sample_ais's default): "
+                         f"{stale}")
+    ais_settings = {"ais": dict(AIS_DEFAULT), "gauss": dict(GAUSS_DEFAULT)}
     if not args.no_cheap:
         ais_settings["ais-500"] = dict(AIS_500)
         ais_settings["ais-cheap"] = dict(AIS_CHEAP)
+        ais_settings["gauss-cheap"] = dict(GAUSS_CHEAP)
     ais_settings.update(parse_extra(s) for s in args.ais_extra)
 
     logging.getLogger("pymc").setLevel(logging.ERROR)
@@ -466,16 +482,19 @@ def main(argv=None) -> int:
             steady = res["summary"][method]["wall"]
             rows.append([name, method, "yes" if w["first_in_process"] else "no",
                          f(w["wall"], 2), f(w["timings"].get("compile", float("nan")), 2),
+                         f(w["timings"].get("fit", float("nan")), 2),
                          f(w["timings"].get("tuning", float("nan")), 2),
                          f(w["timings"].get("sampling", float("nan")), 2), f(steady, 2),
                          f(w["wall"] - steady, 2)])
     print(table(["model", "setting", "1st in process", "first call s", "timings.compile",
-                 "tuning", "sampling", "steady s", "overhead s"], rows, align="lllrrrrrr"))
+                 "fit", "tuning", "sampling", "steady s", "overhead s"], rows,
+                align="lllrrrrrrr"))
     print()
     print("first call s: wall time of the first call on a freshly built model (the on-disk "
           "Numba cache under\n~/.pytensor may already hold the compiled kernels from an "
           "earlier process; later settings on the\nsame model reuse the in-process compiled "
-          "functions). overhead s = first call - steady-state median.")
+          "functions). fit: the Gaussian base's fitting run (base=\"gaussian\"), itself compiled\n"
+          "on its first call. overhead s = first call - steady-state median.")
     if cold is not None:
         print()
         if "error" in cold:
