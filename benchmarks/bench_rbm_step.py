@@ -8,7 +8,10 @@ Printed, all measured in this one run (the machines are noisy: compare ratios, n
 
 * the two matrix products alone (NumPy/BLAS, float32);
 * a plain NumPy reference AIS step (float32, the same arithmetic);
-* ``pymc_anneal``'s compiled loop per backend: sampling time / number of steps.
+* ``pymc_anneal``'s compiled loop per backend: sampling time / number of steps;
+* for comparison, the Numba loop with the weight update computed the plain way, as the
+  difference of two log densities (two softplus per hidden unit, as before 2026-11-23),
+  instead of the shared-exponential form of ``_softplus_increment``.
 
 Each timing is the median of ``--reps`` repetitions; the compiled loop's compile/JIT time is
 excluded by a warm-up call. Run: ``python benchmarks/bench_rbm_step.py [--backends numba,jax]``.
@@ -17,6 +20,8 @@ excluded by a warm-up call. Run: ``python benchmarks/bench_rbm_step.py [--backen
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import statistics
 import sys
@@ -29,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pymc_anneal as pa  # noqa: E402
 from pymc_anneal.energy import BernoulliRBM  # noqa: E402
+from pymc_anneal.energy.annealing import rbm_path  # noqa: E402
 
 N_VISIBLE, N_HIDDEN, N_CHAINS = 784, 500, 1000
 
@@ -62,6 +68,8 @@ def main(argv=None):
     parser.add_argument("--backends", default="numba,jax")
     parser.add_argument("--steps", type=int, default=200, help="AIS steps per timed run")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--no-plain", action="store_true",
+                        help="skip the loop with the plain weight update")
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
@@ -87,22 +95,27 @@ def main(argv=None):
     rows = [("two matrix products (floor)", two_products), ("NumPy reference AIS step", reference)]
 
     rbm = BernoulliRBM(W, b, c, dtype="float32", name="rbm784x500")
-    for backend in args.backends.split(","):
+    plain = dataclasses.replace(rbm_path(rbm), build_log_increment=None,
+                                structure=("bernoulli_rbm", "plain increment"))
+    runs = [(f"backend={backend}", rbm, backend) for backend in args.backends.split(",")]
+    if not args.no_plain:
+        runs.append(("backend=numba, plain weight update", plain, "numba"))
+    for label, target, backend in runs:
         kw = dict(draws=N_CHAINS, chains=1, num_steps=args.steps, progressbar=False,
                   backend=backend)
         start = time.perf_counter()
-        pa.ais(rbm, random_seed=0, **kw)  # warm-up: compile / JIT
+        pa.ais(target, random_seed=0, **kw)  # warm-up: compile / JIT
         first = time.perf_counter() - start
         per_step = []
         for rep in range(args.reps):
-            idata = pa.ais(rbm, random_seed=rep + 1, **kw)
-            per_step.append(__import__("json").loads(idata.attrs["timings"])["sampling"] / args.steps)
-        rows.append((f"pymc_anneal, backend={backend} (first call {first:.1f} s)",
+            idata = pa.ais(target, random_seed=rep + 1, **kw)
+            per_step.append(json.loads(idata.attrs["timings"])["sampling"] / args.steps)
+        rows.append((f"pymc_anneal, {label} (first call {first:.1f} s)",
                      statistics.median(per_step)))
 
-    print(f"\n{'':52s} {'ms/step':>8s} {'/ floor':>8s}")
+    print(f"\n{'':72s} {'ms/step':>8s} {'/ floor':>8s}")
     for name, seconds in rows:
-        print(f"{name:52s} {1e3 * seconds:8.2f} {seconds / two_products:8.2f}")
+        print(f"{name:72s} {1e3 * seconds:8.2f} {seconds / two_products:8.2f}")
     print("\naim: pymc_anneal's step <= 1.2 x the floor")
 
 

@@ -148,12 +148,11 @@ def _build_chunk_function(
         log_w, chains = carry[num_state], carry[num_state + 1]
         params = dict(zip(param_names, carry[num_state + 2:]))
         if gibbs:
-            # log f_{beta_k}(x) - log f_{beta_{k-1}}(x): the beta-free products are merged
-            # with the ones the Gibbs sweep below needs, so they are computed once per step.
-            # (beta_k - delta_k equals beta_{k-1} to within one rounding.)
-            x = state.position
-            increment = (path.build_log_density(x, beta_k, params)
-                         - path.build_log_density(x, beta_k - delta_k, params)).astype("float64")
+            # log f_{beta_k}(x) - log f_{beta_{k-1}}(x): the beta-free products (and what
+            # else the path shares) are merged with the ones the Gibbs sweep below needs, so
+            # they are computed once per step. (beta_k - delta_k equals beta_{k-1} to within
+            # one rounding.)
+            increment = path.log_increment(state.position, beta_k, delta_k, params)
             increment = pt.switch(pt.isnan(increment), -np.inf, increment)
             slope = pt.switch(delta_k > 0, increment / pt.switch(delta_k > 0, delta_k, 1.0), 0.0)
         else:

@@ -142,6 +142,11 @@ class GibbsPath:
     name : str
     info : dict
         What is worth reporting about the base (numbers go to the result's attributes).
+    build_log_increment : callable, optional
+        ``(x, beta, delta, params) -> (N,)`` float64 graph of the weight increment
+        :math:`\log f_\beta(x) - \log f_{\beta - \delta}(x)`, when it can be computed more
+        cheaply than as the difference of two ``build_log_density`` graphs (and with
+        subexpressions the sweep shares). By default, that difference.
     """
 
     num_dims: int
@@ -154,8 +159,16 @@ class GibbsPath:
     dtype: str = "float64"
     name: str = "path"
     info: dict = field(default_factory=dict)
+    build_log_increment: Callable | None = None
 
     base_scale = None
+
+    def log_increment(self, x, beta, delta, params):
+        r"""Graph of :math:`\log f_\beta(x) - \log f_{\beta - \delta}(x)` (float64, ``(N,)``)."""
+        if self.build_log_increment is not None:
+            return self.build_log_increment(x, beta, delta, params)
+        return (self.build_log_density(x, beta, params)
+                - self.build_log_density(x, beta - delta, params)).astype("float64")
 
     def __hash__(self):
         return id(self)

@@ -13,6 +13,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from scipy import stats
+from scipy.special import expit as scipy_expit
 from scipy.special import logsumexp
 
 import pymc_anneal as pa
@@ -208,6 +209,78 @@ def test_grbm_gibbs_sweep_leaves_p_beta_invariant(base):
     for _ in range(3):
         wrong = sweep(wrong)
     assert min(stats.kstest(wrong[:, j], marginal_cdf(j)).pvalue for j in range(2)) < 1e-6
+
+
+# ---------------------------------------------------------------------------------------
+# the weight increment (computed without a logarithm per hidden unit)
+
+BETA_PAIRS = [(0.5, 0.499), (1.0, 0.0), (0.3, 0.3), (1e-9, 0.0), (0.999, 0.5), (0.2, 0.2)]
+
+
+def compile_increment(path):
+    x = pt.matrix("x", dtype=path.dtype)
+    beta, delta = pt.dscalar("beta"), pt.dscalar("delta")
+    params = {k: pt.constant(v) for k, v in path.parameters.items()}
+    return pytensor.function([x, beta, delta], path.log_increment(x, beta, delta, params),
+                             mode="NUMBA")
+
+
+@pytest.mark.parametrize("base", ["uniform", "data"])
+def test_rbm_weight_increment_matches_softplus_differences(base):
+    # 1100 hidden units: three blocks of the chunked product, the last one padded; weights
+    # large enough that beta * s reaches hundreds, where a naive exp overflows
+    rng = np.random.default_rng(5)
+    rbm = BernoulliRBM(8.0 * rng.normal(size=(30, 1100)), rng.normal(size=30), rng.normal(size=1100))
+    data = (rng.random((50, 30)) < 0.3).astype(float)
+    path = rbm_path(rbm, base=base, data=data)
+    increment = compile_increment(path)
+    v = (rng.random((40, 30)) < 0.5).astype(float)
+    base_bias = path.info["base_visible_bias"]
+    for beta, beta_prev in BETA_PAIRS:
+        got = increment(v, beta, beta - beta_prev)
+        want = rbm_log_f_beta(rbm, v, beta, base_bias) - rbm_log_f_beta(rbm, v, beta_prev, base_bias)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-9 * (1 + np.abs(want).max()))
+
+
+@pytest.mark.parametrize("base", ["ais", "ais_mean", "ais_cov"])
+def test_grbm_weight_increment_matches_log_density_differences(base):
+    rng = np.random.default_rng(6)
+    grbm = GaussianRBM(3.0 * rng.normal(size=(4, 700)), rng.normal(size=4), rng.normal(size=700),
+                       sigma=rng.uniform(0.5, 1.5, size=4))
+    data = rng.normal(size=(200, 4)) * 3.0
+    path = grbm_path(grbm, base=base, data=data)
+    increment = compile_increment(path)
+    v = 3.0 * rng.normal(size=(40, 4))
+    mean, cov = path.info["base_mean"], path.info["base_covariance"]
+    for beta, beta_prev in BETA_PAIRS:
+        got = increment(v, beta, beta - beta_prev)
+        want = (grbm_log_f_beta(grbm, v, beta, mean, cov)
+                - grbm_log_f_beta(grbm, v, beta_prev, mean, cov))
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * (1 + np.abs(want).max()))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bernoulli_draws_compare_u_with_the_sigmoid(dtype):
+    # the sweeps draw u < sigmoid(x) without a division: u (1 + e) < (1 if x >= 0 else e)
+    from pymc_anneal.energy.annealing import _bernoulli
+
+    u, x = pt.matrix("u", dtype=dtype), pt.matrix("x", dtype=dtype)
+    draw = pytensor.function([u, x], _bernoulli(u, x, pt.exp(-pt.abs(x))), mode="NUMBA")
+    rng = np.random.default_rng(7)
+    x_val = np.concatenate([rng.normal(0, 3, 20000), [-1e4, -100.0, -30.0, 0.0, 30.0, 100.0, 1e4]])
+    x_val = x_val.reshape(1, -1).astype(dtype)
+    u_val = rng.random(x_val.shape).astype(dtype)
+    got = draw(u_val, x_val)
+    p = scipy_expit(x_val.astype(np.float64))
+    want = u_val.astype(np.float64) < p
+    assert got.dtype == dtype and set(np.unique(got)) <= {0.0, 1.0}
+    # rounding can flip only draws whose u lies within a few ulps of the probability
+    flipped = got.astype(bool) != want
+    assert np.all(np.abs(u_val - p)[flipped] < 8 * np.finfo(dtype).eps)
+    assert flipped.sum() <= 2
+    assert got[0, -7:].tolist() == [0, 0, 0, float(u_val[0, -4] < 0.5), 1, 1, 1]
 
 
 def test_ais_cov_base_has_the_requested_covariance():
