@@ -351,7 +351,7 @@ def grbm_path(model, base: str = "ais_cov", *, moments=None, data=None,
         log_z0 = M * LOG_2 + D / 2 * np.log(2 * np.pi) + float(np.log(base_sd).sum())
         info["base_covariance"] = np.diag(base_sd**2)
         log_density, sweep = _grbm_diag_log_density, _grbm_diag_sweep
-        increment = _grbm_diag_log_increment
+        quad_base = _grbm_diag_quad_base
     else:
         S = moments.covariance - np.diag(sigma**2)
         eigval, eigvec = np.linalg.eigh((S + S.T) / 2)
@@ -369,7 +369,7 @@ def grbm_path(model, base: str = "ais_cov", *, moments=None, data=None,
         log_z0 = M * LOG_2 + D / 2 * np.log(2 * np.pi) + float(np.log(np.diag(chol)).sum())
         info.update(base_covariance=cov, clipped_eigenvalue_mass=clipped)
         log_density, sweep = _grbm_cov_log_density, _grbm_cov_sweep
-        increment = _grbm_cov_log_increment
+        quad_base = _grbm_cov_quad_base
 
     chunked = M > MAX_UNCHUNKED
 
@@ -383,7 +383,8 @@ def grbm_path(model, base: str = "ais_cov", *, moments=None, data=None,
         build_gibbs_sweep=sweep, sample_base=sample_base, log_base_normalizer=float(log_z0),
         structure=("gaussian_rbm", "cov" if base == "ais_cov" else "diag", chunked), dtype=dtype,
         name=getattr(model, "name", "grbm"), info=info,
-        build_log_increment=functools.partial(increment, chunked=chunked),
+        build_log_increment=functools.partial(_grbm_log_increment, chunked=chunked,
+                                              quad_base=quad_base),
     )
 
 
@@ -420,13 +421,9 @@ def _grbm_cov_log_density(v, beta, p):
     return _grbm_target_part(v, beta, p) - (1.0 - beta) * _grbm_cov_quad_base(v, p)
 
 
-def _grbm_diag_log_increment(v, beta, delta, p, chunked):
-    return (delta * (_grbm_diag_quad_base(v, p) - _grbm_quad(v, p))
-            + _softplus_increment(_grbm_hidden_input(v, p), beta, delta, chunked))
-
-
-def _grbm_cov_log_increment(v, beta, delta, p, chunked):
-    return (delta * (_grbm_cov_quad_base(v, p) - _grbm_quad(v, p))
+def _grbm_log_increment(v, beta, delta, p, chunked, quad_base):
+    """``log_density(v, beta) - log_density(v, beta - delta)`` of eq. (8) or (11), cheaply."""
+    return (delta * (quad_base(v, p) - _grbm_quad(v, p))
             + _softplus_increment(_grbm_hidden_input(v, p), beta, delta, chunked))
 
 
