@@ -2,8 +2,8 @@
 
 __version__ = "0.1.0"
 
-from pymc_anneal import energy, plots  # noqa: E402
-from pymc_anneal.anneal import ais  # noqa: E402
+from pymc_anneal import energy, kernels, plots  # noqa: E402
+from pymc_anneal.partition import ais  # noqa: E402
 from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength  # noqa: E402
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence  # noqa: E402
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning  # noqa: E402
@@ -22,6 +22,7 @@ __all__ = [
     "compare",
     "energy",
     "evidence_strength",
+    "kernels",
     "log_evidence",
     "plots",
     "sample_ais",

@@ -50,7 +50,8 @@ from scipy.special import softmax
 
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.checks import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
+from pymc_anneal.diagnostics import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
+from pymc_anneal.validation import check_count, check_probability
 
 __all__ = ["BayesFactor", "bayes_factor", "compare", "evidence_strength"]
 
@@ -175,10 +176,8 @@ def _warnings(est: EvidenceEstimate) -> list[str]:
 
 
 def _check_prob(prob) -> float:
-    if isinstance(prob, bool) or not isinstance(prob, int | float | np.floating) \
-            or not 0 < prob < 1:
-        raise AnnealingError(f"prob must be a number strictly between 0 and 1, got {prob!r}.")
-    return float(prob)
+    return check_probability("prob", prob, high_open=True,
+                             what="a number strictly between 0 and 1")
 
 
 def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
@@ -354,9 +353,7 @@ def compare(
     if len(idatas) < 2:
         raise AnnealingError(f"compare needs at least two models, got {len(idatas)}.")
     prob = _check_prob(prob)
-    if isinstance(num_samples, bool) or not isinstance(num_samples, int | np.integer) \
-            or num_samples < 100:
-        raise AnnealingError(f"num_samples must be an integer >= 100, got {num_samples!r}.")
+    num_samples = check_count("num_samples", num_samples, 100)
     names = [str(name) for name in idatas]
     if len(set(names)) != len(names):
         raise AnnealingError(f"model names must be distinct as strings, got {list(idatas)}.")

@@ -7,8 +7,9 @@ Groups (DESIGN §3):
 - ``particles``: the raw final particles (chain, draw) with their ``log_weight``;
 - ``sample_stats`` (chain): ``log_marginal_likelihood``, ``log_marginal_likelihood_se`` and
   the weight ``ess`` of each chain, plain float arrays;
-- ``annealing_stats`` (chain, step): ``beta``, ``acceptance_rate``, ``step_size``,
-  ``divergences``, running ``log_marginal_likelihood`` and weight ``ess`` after each step;
+- ``annealing_stats`` (chain, step): ``beta``, ``acceptance_rate``, ``divergences``, running
+  ``log_marginal_likelihood`` and weight ``ess`` after each step, and the kernel's scalar
+  per-step parameters (``step_size``, ``refresh``, ...);
 - attributes: method, kernel, schedule, number of steps, backend, seed, timings, versions.
 """
 
@@ -19,7 +20,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.driver import AISResult
+from pymc_anneal.driver import AnnealingRun
 from pymc_anneal.estimators import estimate_log_z, systematic_resample
 
 __all__ = ["to_datatree"]
@@ -48,7 +49,7 @@ def _dataset(variables: dict[str, np.ndarray], dims: dict[str, list[str]], coord
 
 
 def to_datatree(
-    result: AISResult,
+    result: AnnealingRun,
     variables: dict[str, np.ndarray],
     *,
     var_dims: dict[str, list[str]] | None = None,
@@ -76,9 +77,11 @@ def to_datatree(
         "log_marginal_likelihood_se": np.array([e.standard_error for e in per_chain]),
         "ess": np.array([e.ess for e in per_chain]),
     }
+    num_steps = result.betas.size - 1
     step_stats = {
-        "beta": np.broadcast_to(result.betas[1:], (chains, result.betas.size - 1)),
-        "step_size": np.broadcast_to(result.step_size, (chains, result.step_size.size)),
+        "beta": np.broadcast_to(result.betas[1:], (chains, num_steps)),
+        **{name: np.broadcast_to(value, (chains, num_steps))
+           for name, value in result.parameters.items() if value.ndim == 1},
         "acceptance_rate": result.step_stats["acceptance_rate"],
         "divergences": result.step_stats["divergences"],
         "log_marginal_likelihood": result.step_stats["log_z"],

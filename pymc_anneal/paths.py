@@ -14,6 +14,21 @@ log-likelihood; for a geometric path between a base :math:`q` and a target :math
 A path is a pure graph builder: given a symbolic batch of positions of shape
 ``(num_particles, num_dims)`` it returns symbolic per-particle log densities. It knows
 nothing of kernels or backends.
+
+**The path contract.** The driver treats every path alike; it reads
+
+- ``num_dims``, ``dtype`` (of the state), ``name``, ``info`` (what is worth reporting);
+- ``parameters``: numeric inputs of the compiled loop (not constants baked into it), handed
+  back to the graph builders as symbolic tensors of the same names;
+- ``sample_base(rng, num_draws)`` and ``log_base_normalizer``: exact draws from the
+  normalized base and :math:`\log Z_0`; ``base_scale`` (or ``None``), a starting scale;
+- ``weight_increment(state, beta, delta, params)``: the graph of the AIS weight increment
+  :math:`\log f_\beta(x) - \log f_{\beta-\delta}(x)` at a kernel's state (``delta`` may be
+  negative: a run backwards from the target). A continuous path reads the state's cached
+  ``log_ratio`` when the kernel keeps one; a Gibbs path sums its auxiliary variables out;
+- ``compile_key()``: what the compiled loop depends on, ``(owner, key)``;
+- ``default_kernel``, and ``require(capability, who)``, through which a kernel states what it
+  needs (``"evaluate"``: log densities and gradients; ``"gibbs_sweep"``: conditionals).
 """
 
 from __future__ import annotations
@@ -26,7 +41,27 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
+from pymc_anneal.exceptions import AnnealingError
+
 __all__ = ["GibbsPath", "Path", "PathPoint", "fit_gaussian", "gaussian_base_path"]
+
+
+class _Contract:
+    """What the driver and kernels ask of every path (see the module docstring)."""
+
+    capabilities: tuple[str, ...] = ()
+    default_kernel: str = "hais"
+
+    def require(self, capability: str, who: str) -> None:
+        """Raise a clear error unless this path offers ``capability`` (asked by ``who``)."""
+        if capability not in self.capabilities:
+            needs = {"evaluate": "log densities with gradients (a continuous Path)",
+                     "gibbs_sweep": "Gibbs conditionals (a GibbsPath, such as an RBM's)"}
+            raise AnnealingError(
+                f"{who} needs {needs.get(capability, capability)}, which {self.name!r} (a "
+                f"{type(self).__name__}) does not offer; it offers {list(self.capabilities)}. "
+                f"Use its default kernel {self.default_kernel!r}."
+            )
 
 
 class PathPoint(NamedTuple):
@@ -39,7 +74,7 @@ class PathPoint(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Path:
+class Path(_Contract):
     """A tempered family ``log f_beta = log_base + beta * log_ratio`` over R^num_dims.
 
     Parameters
@@ -66,6 +101,8 @@ class Path:
         (paths with the same owner and ``structure`` must build identical graphs).
     structure : hashable
         Distinguishes differently built paths of one owner.
+    info : dict, optional
+        What is worth reporting about the base (numbers go to the result's attributes).
     """
 
     num_dims: int
@@ -77,6 +114,24 @@ class Path:
     parameters: dict = field(default_factory=dict, compare=False)
     cache_owner: object = field(default=None, compare=False)
     structure: tuple = ()
+    info: dict = field(default_factory=dict, compare=False)
+
+    dtype = "float64"
+    capabilities = ("evaluate",)
+    default_kernel = "hais"
+
+    def compile_key(self) -> tuple[object, tuple]:
+        """``(owner, key)``: compiled loops live as long as ``owner`` (this path, or the
+        ``cache_owner`` whose paths share them) and are told apart by ``key``."""
+        return (self if self.cache_owner is None else self.cache_owner), ("path", self.structure)
+
+    def weight_increment(self, state, beta, delta, params: dict) -> TensorVariable:
+        r""":math:`\delta\,\ell(x)` at ``state`` (-inf where :math:`\ell` is not finite), from the
+        state's cached ``log_ratio`` when it has one."""
+        log_ratio = getattr(state, "log_ratio", None)
+        if log_ratio is None:
+            log_ratio = self.evaluate(state.position, gradients=False, params=params).log_ratio
+        return pt.switch(pt.isfinite(log_ratio), delta * log_ratio, -np.inf)
 
     def evaluate(self, position: TensorVariable, gradients: bool = True,
                  params: dict | None = None) -> PathPoint:
@@ -99,7 +154,7 @@ class Path:
 
 
 @dataclass(frozen=True)
-class GibbsPath:
+class GibbsPath(_Contract):
     r"""A path with tractable blocked-Gibbs conditionals, where ``log f_beta`` may be any
     function of :math:`\beta` (not only linear).
 
@@ -162,6 +217,22 @@ class GibbsPath:
     build_log_increment: Callable | None = None
 
     base_scale = None
+    capabilities = ("gibbs_sweep",)
+    default_kernel = "gibbs"
+
+    def compile_key(self) -> tuple[object, tuple]:
+        """``(None, key)``: every value is a parameter, so one compiled loop serves every
+        path of this structure and dtype, whatever its size."""
+        return None, ("gibbs", self.structure, self.dtype)
+
+    def gibbs_sweep(self, rng, x, beta, params):
+        """One sweep of the conditionals at ``beta``: ``(rng, x_new)``."""
+        return self.build_gibbs_sweep(rng, x, beta, params)
+
+    def weight_increment(self, state, beta, delta, params: dict) -> TensorVariable:
+        """:meth:`log_increment` at the state's position (NaN read as -inf)."""
+        increment = self.log_increment(state.position, beta, delta, params)
+        return pt.switch(pt.isnan(increment), -np.inf, increment)
 
     def log_increment(self, x, beta, delta, params):
         r"""Graph of :math:`\log f_\beta(x) - \log f_{\beta - \delta}(x)` (float64, ``(N,)``)."""
@@ -198,7 +269,7 @@ def fit_gaussian(positions: np.ndarray, log_weights: np.ndarray | None = None,
         lw = np.asarray(log_weights, dtype=np.float64)
         finite = np.isfinite(lw)
         if not finite.any():
-            raise ValueError("every draw has zero weight; cannot fit a Gaussian.")
+            raise AnnealingError("every draw has zero weight; cannot fit a Gaussian.")
         w = np.where(finite, np.exp(lw - lw[finite].max()), 0.0)
         w /= w.sum()
     ess = 1.0 / np.sum(w**2)
@@ -244,12 +315,14 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray) -> Path:
     ``mean + z @ L.T`` (:func:`numpy.linalg.cholesky` of ``cov``).
     """
     if path.parameters:
-        raise ValueError("gaussian_base_path needs a path without parameters of its own.")
+        raise AnnealingError("gaussian_base_path needs a path without parameters of its own.")
     d = path.num_dims
     mean = np.asarray(mean, dtype=np.float64).reshape(d)
     cov = np.asarray(cov, dtype=np.float64).reshape(d, d)
     if not np.all(np.isfinite(mean)) or not np.all(np.isfinite(cov)):
-        raise ValueError("the Gaussian base's mean and covariance must be finite.")
+        raise AnnealingError("the Gaussian base's mean and covariance must be finite, got "
+                             f"{np.sum(~np.isfinite(mean))} non-finite mean and "
+                             f"{np.sum(~np.isfinite(cov))} non-finite covariance entries.")
     cov = 0.5 * (cov + cov.T)
     try:
         chol = np.linalg.cholesky(cov)

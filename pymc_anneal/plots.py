@@ -38,7 +38,8 @@ import xarray as xr
 
 from pymc_anneal.evidence import log_evidence
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.checks import LOW_ESS_FRACTION
+from pymc_anneal.diagnostics import LOW_ESS_FRACTION
+from pymc_anneal.validation import check_one_of, check_probability, check_real
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -138,8 +139,8 @@ def plot_log_weights(
     >>> pa.plots.plot_log_weights(idata)  # doctest: +SKIP
     """
     ds = _check_group("plot_log_weights", idata, "particles", ["log_weight"])
-    if not window > 0:
-        raise AnnealingError(f"window must be a positive number of nats, got {window!r}.")
+    window = check_real("window", window, low=0.0, low_open=True, finite=False,
+                        what="a positive number of nats")
     log_w = np.asarray(ds["log_weight"].transpose("chain", "draw").values, dtype=np.float64)
     finite = np.isfinite(log_w)
     if not finite.any():
@@ -204,7 +205,7 @@ def plot_annealing(idata: xr.DataTree, *, axes: Sequence[Axes] | None = None) ->
     for partition function estimation. arXiv:1205.1925.
     """
     ds = _check_group("plot_annealing", idata, "annealing_stats",
-                      ["beta", "ess", "acceptance_rate", "step_size"])
+                      ["beta", "ess", "acceptance_rate"])
     draws = _check_group("plot_annealing", idata, "particles", ["log_weight"]).sizes["draw"]
     if axes is None:
         axes = _axes(None, nrows=3, sharex=True, figsize=(7, 7))
@@ -217,6 +218,12 @@ def plot_annealing(idata: xr.DataTree, *, axes: Sequence[Axes] | None = None) ->
               ("step_size", "step size", 1.0)]
     colors = _chain_colors(beta.shape[0])
     for ax, (name, label, scale) in zip(axes, panels):
+        if name not in ds.data_vars:  # a kernel without a step size (Gibbs sweeps)
+            ax.text(0.5, 0.5, f"the {idata.attrs.get('kernel', '')} kernel has no step size",
+                    transform=ax.transAxes, ha="center", va="center", color="0.4")
+            ax.set_ylabel(label)
+            ax.set_xscale("log")
+            continue
         values = ds[name].transpose("chain", "step").values * scale
         for c in range(beta.shape[0]):
             ax.plot(beta[c], values[c], color=colors[c], linewidth=1.2,
@@ -263,8 +270,7 @@ def plot_running_log_z(
     ----------
     Neal, R. M. (2001). Annealed importance sampling. *Statistics and Computing* 11.
     """
-    if xscale not in ("log", "linear"):
-        raise AnnealingError(f"xscale must be one of ['linear', 'log'], got {xscale!r}.")
+    check_one_of("xscale", xscale, ("linear", "log"))
     ds = _check_group("plot_running_log_z", idata, "annealing_stats",
                       ["beta", "log_marginal_likelihood"])
     est = log_evidence(idata)
@@ -333,8 +339,7 @@ def plot_convergence(
         raise AnnealingError(
             "plot_convergence needs a non-empty list of DataTrees from sample_ais (e.g. runs "
             f"with different num_steps), got {type(runs).__name__}.")
-    if not 0 < prob < 1:
-        raise AnnealingError(f"prob must be strictly between 0 and 1, got {prob!r}.")
+    prob = check_probability("prob", prob, high_open=True, what="strictly between 0 and 1")
     num_steps, estimates, per_chain = [], [], []
     for i, run in enumerate(runs):
         ds = _check_group(f"plot_convergence (run {i})", run, "annealing_stats", ["beta"])

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_count, check_positive_float, check_probability
 
 __all__ = [
     "SCHEDULES",
@@ -34,16 +35,8 @@ __all__ = [
 
 
 def _check_num_steps(num_steps) -> int:
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int | np.integer):
-        raise AnnealingError(
-            f"num_steps must be a positive integer, got {num_steps!r} "
-            f"(type {type(num_steps).__name__})."
-        )
-    if num_steps < 1:
-        raise AnnealingError(
-            f"num_steps must be at least 1 (one step is plain importance sampling), got {num_steps}."
-        )
-    return int(num_steps)
+    return check_count("num_steps", num_steps, 1, what="a positive integer (at least 1; one "
+                       "step is plain importance sampling)")
 
 
 def linear(num_steps: int) -> np.ndarray:
@@ -55,17 +48,15 @@ def linear(num_steps: int) -> np.ndarray:
 def power(num_steps: int, exponent: float = 4.0) -> np.ndarray:
     """``beta_k = (k / K) ** exponent``: dense near 0, where the path changes fastest."""
     num_steps = _check_num_steps(num_steps)
-    if not exponent > 0:
-        raise AnnealingError(f"power schedule exponent must be > 0, got {exponent!r}.")
-    betas = np.linspace(0.0, 1.0, num_steps + 1) ** float(exponent)
+    exponent = check_positive_float("power schedule exponent", exponent)
+    betas = np.linspace(0.0, 1.0, num_steps + 1) ** exponent
     return validate_schedule(betas)
 
 
 def geometric(num_steps: int, beta_min: float = 1e-4) -> np.ndarray:
     """``beta_0 = 0`` then ``num_steps`` log-spaced values from ``beta_min`` to 1."""
     num_steps = _check_num_steps(num_steps)
-    if not 0 < beta_min < 1:
-        raise AnnealingError(f"geometric schedule beta_min must be in (0, 1), got {beta_min!r}.")
+    beta_min = check_probability("geometric schedule beta_min", beta_min, high_open=True)
     rest = np.geomspace(beta_min, 1.0, num_steps) if num_steps > 1 else np.ones(1)
     betas = np.concatenate([[0.0], rest])
     betas[-1] = 1.0
@@ -75,8 +66,7 @@ def geometric(num_steps: int, beta_min: float = 1e-4) -> np.ndarray:
 def sigmoid(num_steps: int, scale: float = 4.0) -> np.ndarray:
     """Sigmoid schedule (Grosse et al. 2013): ``sigma(scale * (2k/K - 1))`` rescaled to [0, 1]."""
     num_steps = _check_num_steps(num_steps)
-    if not scale > 0:
-        raise AnnealingError(f"sigmoid schedule scale must be > 0, got {scale!r}.")
+    scale = check_positive_float("sigmoid schedule scale", scale)
     s = 1.0 / (1.0 + np.exp(-scale * np.linspace(-1.0, 1.0, num_steps + 1)))
     betas = (s - s[0]) / (s[-1] - s[0])
     betas[0], betas[-1] = 0.0, 1.0

@@ -3,7 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc_anneal.driver import run_ais
+from pymc_anneal.driver import run_annealing
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.paths import Path
 from pymc_anneal.schedules import make_schedule
@@ -25,7 +25,7 @@ def _half_line_path():
 
 
 def test_nan_log_likelihood_gives_zero_weight_never_nan():
-    result = run_ais(_half_line_path(), betas=make_schedule("linear", 50), draws=1000, chains=2,
+    result = run_annealing(_half_line_path(), betas=make_schedule("linear", 50), draws=1000, chains=2,
                      rng=np.random.default_rng(4), progressbar=False)
     log_w = result.log_weights
     assert not np.any(np.isnan(log_w))

@@ -22,10 +22,7 @@ import scipy.linalg
 import scipy.optimize
 import scipy.stats
 
-try:  # ``tests`` importable as a package (rootdir on sys.path)
-    from tests import analytic
-except ImportError:  # pytest "prepend" mode puts tests/ itself on sys.path
-    import analytic
+from tests import analytic
 
 ATOL = 1e-8  # deterministic; PyMC logp agrees with the closed forms to ~1e-11
 

@@ -197,7 +197,7 @@ def test_kass_raftery_scale_on_two_log_bf(log_bf, words):
 
 
 def test_warning_column_uses_the_sampler_thresholds():
-    from pymc_anneal.checks import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
+    from pymc_anneal.diagnostics import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
 
     n = 1000
     table = pa.compare({

@@ -30,10 +30,7 @@ import pytest
 from pymc_anneal.kernels.integrators import leapfrog
 from pymc_anneal.paths import Path
 
-try:  # ``tests`` importable as a package (rootdir on sys.path)
-    from tests.gaussian_paths import DEFAULT as GAUSSIAN
-except ImportError:  # pytest "prepend" mode puts tests/ itself on sys.path
-    from gaussian_paths import DEFAULT as GAUSSIAN
+from tests.gaussian_paths import DEFAULT as GAUSSIAN
 
 D = GAUSSIAN.num_dims
 INV_MASS = np.array([0.5, 2.0, 1.0])

@@ -8,7 +8,7 @@ is Gaussian with closed-form mean and covariance for every :math:`\beta`, so we
    momentum for the HMC kernels),
 2. apply many transitions at that fixed :math:`\beta` (``delta_beta = 0``, so the weights
    stay put) through the real compiled annealing loop
-   (:func:`pymc_anneal.driver._build_chunk_function`, Numba backend),
+   (:func:`pymc_anneal.driver.cache.compiled_loop`, Numba backend),
 3. test the output against the exact :math:`p_\beta`: a one-sample Kolmogorov-Smirnov test of
    every coordinate's marginal, of a fixed random projection, and of the squared Mahalanobis
    distance (chi-square with d degrees of freedom, which sees the whole covariance).
@@ -19,45 +19,41 @@ they are exact draws from :math:`p_\beta` and each p-value is uniform.
 **Level.** Every p-value must exceed ``ALPHA = 0.001``. All seeds are fixed and the Numba
 backend is deterministic, so each check has a fixed outcome: it is one draw of a test at
 level 0.001 (per statistic) that was seen to pass, not a flaky test. Changing a seed
-re-draws it; with 5 statistics per case and 6 cases a correct kernel fails some check with
-probability about 3% for a fresh seed.
+re-draws it; with 5 statistics per case and 8 cases a correct kernel fails some check with
+probability about 4% for a fresh seed.
 
 **Power.** A test that always passes proves nothing (the identity map is invariant too), so
 each invariance case also asserts that the particles really moved, and a negative control
 runs the same kernel at a *different* beta than the samples came from and requires the same
 check to reject (p < ``ALPHA``).
 
-The first compilation of each kernel's graph by Numba takes about a minute; PyTensor caches
-it on disk, after which the module compiles in ~20 s (each graph once per module, through
-the module-scoped :func:`compiled` fixture).
+The kernels come from the tests' kernel table (``tests/conftest.py``), so every kernel that
+runs on a continuous path is covered. The first compilation of each kernel's graph by Numba
+takes about a minute; PyTensor caches it on disk (each graph once per session, through the
+:func:`compiled` fixture).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import doctest
 from typing import Any
 
 import numpy as np
 import pytest
 import scipy.stats
 
-from pymc_anneal import driver as ais
-from pymc_anneal.kernels import CONTINUOUS_KERNELS, KERNELS
-from pymc_anneal.kernels.hmc import default_refresh
-
-try:  # ``tests`` importable as a package (rootdir on sys.path)
-    from tests.gaussian_paths import DEFAULT as GAUSSIAN
-except ImportError:  # pytest "prepend" mode puts tests/ itself on sys.path
-    from gaussian_paths import DEFAULT as GAUSSIAN
+import pymc_anneal as pa
+import pymc_anneal.kernels
+from pymc_anneal.driver.scan import pad_steps
+from pymc_anneal.kernels import KERNELS
+from tests.conftest import CONTINUOUS_KERNELS
+from tests.gaussian_paths import DEFAULT as GAUSSIAN
 
 ALPHA = 1e-3
 NUM_PARTICLES = 4000
 NUM_STEPS = 30
 BETAS = (0.3, 1.0)
 KERNEL_NAMES = sorted(CONTINUOUS_KERNELS)
-MOMENTUM_KERNELS = [name for name in KERNEL_NAMES if name != "metropolis"]
-# A sensible fixed step size per kernel (inv_mass = 1): HMC eps * omega_max ~ 1.2 at beta=1.
-STEP_SIZE = {"hais": 0.5, "hmc": 0.5, "metropolis": 1.0}
 SEED = 20_240_611
 D = GAUSSIAN.num_dims
 
@@ -68,93 +64,14 @@ def _rng(*keys: Any) -> np.random.Generator:
     return np.random.default_rng(ints)
 
 
-# ---------------------------------------------------------------------------------------
-# compiled kernels and a thin driver around the real annealing loop
-
-
-@dataclass
-class CompiledKernel:
-    """One kernel's init (FAST_COMPILE) and chunk (Numba scan) functions on the path."""
-
-    name: str
-    kernel: Any
-    init_fn: Any
-    chunk_fn: Any
-
-    @property
-    def fields(self) -> tuple[str, ...]:
-        return self.kernel.state_type._fields
-
-    def initial_state(self, position, momentum=None) -> dict[str, np.ndarray]:
-        """State dict at ``position``; ``momentum`` required iff the kernel has one."""
-        values = self.init_fn(np.asarray(position, dtype=np.float64))
-        point = dict(zip(("log_base", "log_ratio", "grad_log_base", "grad_log_ratio"), values))
-        state = {"position": np.array(position, dtype=np.float64)}
-        for name in self.fields:
-            if name == "momentum":
-                state[name] = np.array(momentum, dtype=np.float64)
-            elif name != "position":
-                state[name] = np.asarray(point[name])
-        return state
-
-    def run(self, state, *, beta, step_size, num_steps=NUM_STEPS, seed=0, inv_mass=None,
-            refresh=None, delta_beta=0.0, momentum_scale=None, log_weight=None):
-        """Run ``num_steps`` transitions with constant parameters through the chunk function.
-
-        Returns ``(state, log_weight, acceptance (K,), divergences (K,))``.
-        """
-        k = num_steps
-        inv_mass = np.ones(D) if inv_mass is None else np.asarray(inv_mass, dtype=np.float64)
-        refresh = default_refresh(step_size) if refresh is None else refresh
-        momentum_scale = np.ones(D) if momentum_scale is None else momentum_scale
-        n = state["position"].shape[0]
-        log_weight = np.zeros(n) if log_weight is None else log_weight
-        out = self.chunk_fn(
-            np.random.default_rng(seed),
-            np.full(k, beta, dtype=np.float64),
-            np.full(k, delta_beta, dtype=np.float64),
-            np.full(k, step_size, dtype=np.float64),
-            np.full(k, refresh, dtype=np.float64),
-            np.tile(inv_mass, (k, 1)),
-            np.tile(np.asarray(momentum_scale, dtype=np.float64), (k, 1)),
-            *[state[f] for f in self.fields],
-            np.asarray(log_weight, dtype=np.float64),
-            np.int64(1),
-        )
-        nf = len(self.fields)
-        new_state = {f: np.asarray(v) for f, v in zip(self.fields, out[1:1 + nf])}
-        new_log_weight = np.asarray(out[1 + nf])
-        acceptance = np.asarray(out[2 + nf])[:, 0]
-        divergences = np.asarray(out[3 + nf])[:, 0]
-        return new_state, new_log_weight, acceptance, divergences
-
-
-@pytest.fixture(scope="module")
-def compiled():
-    """``compiled(name) -> CompiledKernel``: each kernel's graph compiled once per module."""
-    cache: dict[str, CompiledKernel] = {}
-
-    def get(name: str) -> CompiledKernel:
-        if name not in cache:
-            kernel = KERNELS[name](GAUSSIAN.path)
-            cache[name] = CompiledKernel(
-                name, kernel,
-                ais._build_init_function(GAUSSIAN.path, kernel, "numba"),
-                ais._build_chunk_function(GAUSSIAN.path, kernel, "numba", None, None, None),
-            )
-        return cache[name]
-
-    return get
-
-
 def _exact_start(ck: CompiledKernel, rng, beta, num=NUM_PARTICLES, inv_mass=None):
     """Exact draws from p_beta and, for HMC kernels, momentum ~ N(0, M = 1/inv_mass)."""
     position = GAUSSIAN.sample(rng, beta, num)
     momentum = None
-    if ck.kernel.has_momentum:
+    if ck.has_momentum:
         inv_mass = np.ones(D) if inv_mass is None else np.asarray(inv_mass)
         momentum = rng.standard_normal(position.shape) / np.sqrt(inv_mass)
-    return ck.initial_state(position, momentum)
+    return ck.initial_state(position, momentum, inv_mass)
 
 
 def _ks_pvalues(samples: np.ndarray, beta: float, seed: int = 7) -> dict[str, float]:
@@ -229,7 +146,7 @@ def test_kernel_leaves_p_beta_invariant(compiled, name, beta):
     state = _exact_start(ck, rng, beta)
     start = state["position"].copy()
     out, log_w, acceptance, divergences = ck.run(
-        state, beta=beta, step_size=STEP_SIZE[name], seed=int(rng.integers(2**32)))
+        state, beta=beta, step_size=CONTINUOUS_KERNELS[name].step_size, seed=int(rng.integers(2**32)))
 
     assert np.all(np.isfinite(out["position"]))
     np.testing.assert_array_equal(log_w, 0.0)  # delta_beta = 0: weights untouched
@@ -254,7 +171,7 @@ def test_invariance_check_has_power(compiled, name, beta):
     other = 1.0 if beta != 1.0 else 0.3
     rng = _rng("power", name, round(beta * 100))
     state = _exact_start(ck, rng, beta)
-    out, *_ = ck.run(state, beta=other, step_size=STEP_SIZE[name],
+    out, *_ = ck.run(state, beta=other, step_size=CONTINUOUS_KERNELS[name].step_size,
                      seed=int(rng.integers(2**32)))
     pvalues = _ks_pvalues(out["position"], beta)
     assert max(pvalues.values()) < ALPHA, pvalues
@@ -289,7 +206,7 @@ def test_huge_step_size_rejects_and_stays_finite(compiled, name, step_size):
         np.testing.assert_array_equal(acceptance, 0.0)
         np.testing.assert_array_equal(out["position"], start)
         np.testing.assert_array_equal(divergences, num)
-    elif ck.kernel.has_momentum:
+    elif ck.has_momentum:
         # energy error far below -MAX_ENERGY_ERROR: flagged divergent
         assert divergences.mean() > 0.9 * num
 
@@ -300,7 +217,7 @@ def test_hais_acceptance_rate_high_at_good_step_size(compiled):
     for beta in BETAS:
         state = _exact_start(ck, rng, beta, num=1000)
         _, _, acceptance, divergences = ck.run(
-            state, beta=beta, step_size=STEP_SIZE["hais"], seed=int(rng.integers(2**32)))
+            state, beta=beta, step_size=CONTINUOUS_KERNELS["hais"].step_size, seed=int(rng.integers(2**32)))
         assert acceptance.shape == (NUM_STEPS,)
         assert np.all((acceptance >= 0.0) & (acceptance <= 1.0))
         assert acceptance.mean() > 0.6, (beta, acceptance.mean())
@@ -363,24 +280,28 @@ def test_hmc_invariance_with_nontrivial_mass_matrix(compiled, name):
 
 
 # ---------------------------------------------------------------------------------------
-# the padding no-op of ais._pad
+# the padding no-op of pad_steps
 
 
 def _noop_run(ck, num=64, num_steps=5, seed=3):
+    """Run only padding steps: one real step's arrays padded with the kernel's declared
+    no-op values (:func:`pymc_anneal.driver.scan.pad_steps`), the real step dropped."""
     rng = _rng("noop", ck.name)
     inv_mass = np.array([0.5, 2.0, 1.0])
     state = _exact_start(ck, rng, 0.3, num=num, inv_mass=inv_mass)
     log_w = rng.standard_normal(num)
     before = {k: v.copy() for k, v in state.items()}
+    one = ck.arrays(beta=0.3, num_steps=1, delta_beta=0.1, step_size=0.5, inv_mass=inv_mass)
+    padding = {k: v[1:] for k, v in pad_steps(ck.kernel.parameters, one, num_steps + 1).items()}
     out, log_w_out, acceptance, divergences = ck.run(
-        state, beta=0.3, step_size=0.0, refresh=0.0, delta_beta=0.0, num_steps=num_steps,
-        inv_mass=inv_mass, log_weight=log_w.copy(), seed=seed)
+        state, beta=0.3, arrays=padding, log_weight=log_w.copy(), seed=seed)
     return before, out, log_w, log_w_out, acceptance, divergences
 
 
 @pytest.mark.parametrize("name", KERNEL_NAMES)
 def test_padding_step_is_exact_noop(compiled, name):
-    """``ais._pad``: step_size = refresh = delta_beta = 0 leaves the state exactly unchanged.
+    """``pad_steps``: delta_beta = 0 and each parameter's declared no-op value leave the state
+    exactly unchanged.
 
     Position and log weight are bit-identical for every kernel; so is the momentum of the
     persistent-momentum kernel (HAIS: the zero-length move is accepted and the double
@@ -421,7 +342,7 @@ def test_momentum_scale_pushes_momentum_to_new_mass(compiled):
 def test_padding_step_hmc_momentum_is_scratch(compiled):
     """For ``"hmc"`` (full refresh) the no-op step redraws the stored momentum.
 
-    ``_pad``'s docstring says every kernel's state is unchanged; for plain HMC the momentum
+    ``pad_steps``'s docstring says every kernel's state is unchanged; for plain HMC the momentum
     field is overwritten by a fresh draw, which is harmless because HMC never reads the
     stored momentum: we check that the next transitions do not depend on it.
     """
@@ -445,6 +366,7 @@ def test_init_function_handles_log_density_with_many_terms():
     """The kernels' initial state for a path whose log density sums 40 separate terms."""
     import pytensor.tensor as pt
 
+    from pymc_anneal.driver.scan import _build_init
     from pymc_anneal.paths import Path
 
     d = 40
@@ -457,7 +379,60 @@ def test_init_function_handles_log_density_with_many_terms():
                 sample_base=lambda rng, n: rng.standard_normal((n, d)), name="many-terms")
     kernel = KERNELS["hais"](path)
     x = _rng("many-terms").standard_normal((5, d))
-    init = ais._build_init_function(path, kernel, "numba")
-    log_base, log_ratio, grad_base, grad_ratio = init(x)
+    init = _build_init(path, kernel, "numba")
+    params = {p.name: p.initial(d) for p in kernel.parameters}
+    _, _, momentum, log_base, log_ratio, grad_base, grad_ratio = init(
+        np.random.default_rng(0), x, *params.values())
     np.testing.assert_allclose(log_base, -0.5 * np.sum(x**2, axis=1), rtol=1e-12)
     np.testing.assert_allclose(grad_base, -x, rtol=1e-12)
+    assert momentum.shape == x.shape
+
+
+# ---------------------------------------------------------------------------------------
+# the kernel contract
+
+
+def test_contract_doctest_runs_a_custom_kernel():
+    """The kernels package docstring writes a kernel from scratch and runs it through
+    ``pa.ais`` on a Gaussian with known log Z."""
+    result = doctest.testmod(pymc_anneal.kernels, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 10 and result.failed == 0, result
+
+
+def test_every_registered_kernel_is_in_the_table_or_needs_conditionals():
+    """The tests' kernel table covers every kernel that runs on a continuous path."""
+    for name, build in KERNELS.items():
+        try:
+            build(GAUSSIAN.path)
+        except pa.AnnealingError as err:
+            assert "Gibbs conditionals" in str(err), (name, err)
+            continue
+        assert name in CONTINUOUS_KERNELS, name
+
+
+def test_kernel_declaration_errors_are_clear():
+    from pymc_anneal.kernels import resolve_kernel
+
+    with pytest.raises(pa.AnnealingError, match=r"unknown kernel 'nuts'; must be one of"):
+        resolve_kernel("nuts", GAUSSIAN.path)
+    with pytest.raises(pa.AnnealingError, match=r"'metropolis' kernel takes no option.*num_leap"):
+        resolve_kernel("metropolis", GAUSSIAN.path, num_leapfrog_steps=3)
+    with pytest.raises(pa.AnnealingError, match=r"kernel 'gibbs' needs Gibbs conditionals"):
+        resolve_kernel("gibbs", GAUSSIAN.path)
+    with pytest.raises(pa.AnnealingError, match=r"must return a pymc_anneal.kernels.Kernel"):
+        resolve_kernel(lambda path: None, GAUSSIAN.path)
+    with pytest.raises(pa.AnnealingError, match=r"num_leapfrog_steps must be an integer >= 1"):
+        resolve_kernel("hais", GAUSSIAN.path, num_leapfrog_steps=0)
+
+
+# ---------------------------------------------------------------------------------------
+# every continuous kernel against a closed-form normalizing constant
+
+
+def test_every_kernel_estimates_a_closed_form_log_z(kernel_case):
+    """``pa.ais`` on the Gaussian path (log Z = 0 exactly) at its defaults, with each kernel
+    of the table: within 3 standard errors and 0.05 nat."""
+    idata = pa.ais(GAUSSIAN.path, kernel=kernel_case.name, random_seed=5, progressbar=False)
+    est = pa.log_evidence(idata)
+    assert abs(est.log_evidence) < 3 * est.standard_error, (kernel_case.name, est)
+    assert abs(est.log_evidence) < 0.05, (kernel_case.name, est)

@@ -142,6 +142,20 @@ def test_plot_annealing(idata, tmp_path):
     assert len(threshold) == 1 and threshold[0].get_ydata()[0] == pytest.approx(0.05)
 
 
+def test_plot_annealing_without_a_step_size(tmp_path):
+    """A Gibbs kernel has no step size: the panel says so instead of failing."""
+    from pymc_anneal.energy import BernoulliRBM
+
+    rng = np.random.default_rng(0)
+    rbm = BernoulliRBM(rng.normal(0, 0.5, (5, 3)), np.zeros(5), np.zeros(3))
+    idata = pa.ais(rbm, draws=50, chains=2, num_steps=20, progressbar=False, random_seed=1)
+    assert "step_size" not in idata["annealing_stats"]
+    axes = pa.plots.plot_annealing(idata)
+    _save(axes[0].figure, tmp_path, "annealing_gibbs")
+    assert [t.get_text() for t in axes[2].texts] == ["the gibbs kernel has no step size"]
+    assert len(axes[0].get_lines()) >= 2  # the ESS panel is drawn
+
+
 def test_plot_running_log_z(idata, tmp_path):
     axes = pa.plots.plot_running_log_z(idata)
     _save(axes[0].figure, tmp_path, "running_log_z")

@@ -134,15 +134,16 @@ def _draw_visible(rng, z):
 
 def _softplus_increment(s, beta, delta, chunked):
     r"""Per row, :math:`\sum_j \operatorname{softplus}(\beta s_j) - \operatorname{softplus}((\beta - \delta) s_j)`
-    for ``s`` of shape ``(N, M)`` and :math:`\delta \ge 0`.
+    for ``s`` of shape ``(N, M)`` and :math:`\beta, \beta - \delta \in [0, 1]` (:math:`\delta < 0`
+    on a run backwards from the target).
 
     With :math:`\operatorname{softplus}(x) = \max(x, 0) + \log(1 + e^{-|x|})` the sum is
     :math:`\delta \sum_j \max(s_j, 0) + \log \prod_j (1 + e^{-\beta|s_j|}) / (1 + e^{-(\beta-\delta)|s_j|})`:
     two exponentials per unit (one shared with the draw of :math:`h`) and one logarithm per
     row (per block of 512 units if ``chunked``), instead of two logarithms and two
-    exponentials per unit. Each factor lies in [1/2, 1], so a product of up to
-    ``MAX_UNCHUNKED`` factors neither overflows nor underflows; exact in float64 to rounding
-    (about 1e-13 per step).
+    exponentials per unit. Each factor lies in [1/2, 1] (in [1, 2] for :math:`\delta < 0`),
+    so a product of up to ``MAX_UNCHUNKED`` factors neither overflows nor underflows; exact
+    in float64 to rounding (about 1e-13 per step).
     """
     s64 = s.astype("float64")
     ratio = (1.0 + _exp_neg_abs(s64, beta)) / (1.0 + pt.exp(-(beta - delta) * pt.abs(s64)))

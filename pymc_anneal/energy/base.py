@@ -28,6 +28,7 @@ import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_count, check_finite_array, check_real
 
 __all__ = ["DTYPES", "EnergyModel", "FunctionEnergy"]
 
@@ -47,19 +48,13 @@ def check_dtype(dtype) -> str:
 
 
 def check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise AnnealingError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
+    """``value`` as an int if it is an integer >= 1 (:func:`pymc_anneal.validation.check_count`)."""
+    return check_count(name, value, 1, what="a positive integer")
 
 
 def check_log_z(log_z) -> float:
-    try:
-        value = float(log_z)
-    except (TypeError, ValueError) as err:
-        raise AnnealingError(f"log_z must be a finite number, got {log_z!r}.") from err
-    if not np.isfinite(value):
-        raise AnnealingError(f"log_z must be finite, got {value}.")
-    return value
+    """``log_z`` as a float if it is a finite real number, or raise :class:`AnnealingError`."""
+    return check_real("log_z", log_z, what="finite (a real number)")
 
 
 def readonly(array: np.ndarray) -> np.ndarray:
@@ -100,6 +95,25 @@ class EnergyModel(abc.ABC):
     def log_unnormalized_numpy(self, x: np.ndarray) -> np.ndarray:
         r""":math:`\log p^*(x)` in NumPy: ``(N, num_dims)`` -> ``(N,)`` float64."""
 
+    def annealing_path(self, *, kernel=None, base=None, data=None, moments=None,
+                       base_mean=None, base_scale=None, rng=None):
+        """The path :func:`pymc_anneal.ais` anneals, and its kernel: ``(path, kernel)``.
+
+        By default the linear path from a diagonal Gaussian base (``base_mean``,
+        ``base_scale``; standard normal if not given) to this model's unnormalized density
+        (:func:`pymc_anneal.energy.annealing.gaussian_energy_path`), with the ``"hais"``
+        kernel. A model with a better path of its own (conditionals, a fitted base)
+        overrides this method, which is all :func:`pymc_anneal.ais` needs of a new model.
+        """
+        from pymc_anneal.energy.annealing import gaussian_energy_path
+
+        given = sorted(k for k, v in dict(base=base, data=data, moments=moments).items()
+                       if v is not None)
+        if given:
+            raise AnnealingError(f"{given} do not apply to {type(self).__name__}; give its "
+                                 "Gaussian base as base_mean and base_scale.")
+        return gaussian_energy_path(self, base_mean, base_scale), kernel or "hais"
+
     def exact_log_z(self) -> float:
         r"""The exact :math:`\log Z`; this model has none, so this raises :class:`AnnealingError`."""
         raise AnnealingError(
@@ -119,9 +133,7 @@ class EnergyModel(abc.ABC):
                 f"data must have shape (N, {self.num_dims}) for {type(self).__name__} "
                 f"{self.name!r} with {self.num_dims} dimensions, got shape {array.shape}{hint}."
             )
-        if not np.all(np.isfinite(array)):
-            raise AnnealingError(f"data contain {np.sum(~np.isfinite(array))} NaN or infinite values.")
-        return array
+        return check_finite_array("data", array)
 
     def log_likelihood(self, data, log_z: float) -> np.ndarray:
         r"""Per-row log density :math:`\log p(x_i) = \log p^*(x_i) - \log Z`.

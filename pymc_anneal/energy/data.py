@@ -36,6 +36,7 @@ import numpy as np
 from pymc_anneal.energy.base import check_positive_int
 from pymc_anneal.energy.rbm import as_generator
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_count, check_one_of, check_real
 
 __all__ = ["WHITENINGS", "ImagePatches", "binarized_digits", "image_patches"]
 
@@ -149,13 +150,10 @@ def image_patches(
     """
     size = check_positive_int(size, "size")
     num_patches = check_positive_int(num_patches, "num_patches")
-    if isinstance(num_test_patches, bool) or not isinstance(num_test_patches, (int, np.integer)) \
-            or num_test_patches < 0:
-        raise AnnealingError(f"num_test_patches must be a non-negative integer, got {num_test_patches!r}.")
-    if whitening not in WHITENINGS:
-        raise AnnealingError(f"whitening must be one of {list(WHITENINGS)}, got {whitening!r}.")
-    if not (np.isfinite(epsilon) and epsilon >= 0):
-        raise AnnealingError(f"epsilon must be a finite number >= 0, got {epsilon!r}.")
+    num_test_patches = check_count("num_test_patches", num_test_patches, 0,
+                                   what="a non-negative integer")
+    check_one_of("whitening", whitening, WHITENINGS)
+    epsilon = check_real("epsilon", epsilon, low=0.0)
     images = _sklearn_datasets().load_sample_images().images
     if size > min(min(image.shape[:2]) for image in images):
         raise AnnealingError(f"size must fit in the sample images (at most 427), got {size}.")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_count, is_integer
 
 __all__ = [
     "DEFAULT_MAX_STATES",
@@ -47,8 +48,7 @@ def check_num_states(num_bits: int, max_states: int | None, what: str) -> None:
     """Raise :class:`AnnealingError` if ``2**num_bits`` exceeds ``max_states``."""
     if max_states is None:
         return
-    if not isinstance(max_states, (int, np.integer)) or isinstance(max_states, bool) or max_states < 1:
-        raise AnnealingError(f"max_states must be a positive integer, got {max_states!r}.")
+    max_states = check_count("max_states", max_states, 1, what="a positive integer")
     if num_bits >= 63 or 2**num_bits > max_states:
         raise AnnealingError(
             f"exact log Z of this {what} needs a sum over {_count(num_bits)} states, more than "
@@ -70,8 +70,7 @@ def chunk_bits(num_bits: int, width: int, chunk_size: int | None = None) -> int:
     elements.
     """
     if chunk_size is not None:
-        if (not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool)
-                or chunk_size < 1 or chunk_size & (chunk_size - 1)):
+        if not is_integer(chunk_size) or chunk_size < 1 or chunk_size & (chunk_size - 1):
             raise AnnealingError(f"chunk_size must be a power of two (1, 2, 4, ...), got {chunk_size!r}.")
         k = int(chunk_size).bit_length() - 1
     else:

@@ -56,6 +56,7 @@ from pymc_anneal.energy.enumerate import (
     logsumexp_over_states,
 )
 from pymc_anneal.energy.rbm import (
+    _no_options,
     RestrictedBoltzmannMachine,
     _as_float_array,
     as_generator,
@@ -123,6 +124,44 @@ class GaussianRBM(RestrictedBoltzmannMachine):
             raise AnnealingError(f"sigma underflows to 0 in {self.dtype}; rescale the data.")
 
     # -- densities -------------------------------------------------------------------------
+
+    def annealing_path(self, *, kernel=None, base=None, data=None, moments=None,
+                       base_mean=None, base_scale=None, rng=None):
+        """The annealing path and its kernel.
+
+        With the ``"gibbs"`` kernel (default), the path of Kiwaki & Aihara (2015) from the
+        ``base`` ``"ais_cov"`` (default), ``"ais"`` or ``"ais_mean"``, with the target's
+        moments from ``moments``, ``data`` or Gibbs chains (seeded by ``rng``); see
+        :func:`pymc_anneal.energy.annealing.grbm_path`. With a continuous kernel, the visible
+        units are annealed (hidden units summed out) from a diagonal Gaussian base with
+        ``base_mean`` and ``base_scale``, by default the target's moments.
+        """
+        from pymc_anneal.energy.annealing import (
+            GRBM_BASES,
+            _data_moments,
+            _given_moments,
+            gaussian_energy_path,
+            grbm_moments,
+            grbm_path,
+        )
+
+        kernel = kernel or "gibbs"
+        if kernel == "gibbs":
+            _no_options(self, base_mean=base_mean, base_scale=base_scale)
+            base = base or "ais_cov"
+            if base not in GRBM_BASES:
+                raise AnnealingError(f"unknown base {base!r} for a GaussianRBM; must be one of "
+                                     f"{list(GRBM_BASES)}.")
+            return grbm_path(self, base, moments=moments, data=data, rng=rng), kernel
+        if base is not None:
+            raise AnnealingError(f"base={base!r} applies to the 'gibbs' kernel; with kernel="
+                                 f"{kernel!r} give base_mean and base_scale (or moments or data).")
+        if base_mean is None and base_scale is None:
+            m = (_given_moments(moments, self.num_dims) if moments is not None
+                 else _data_moments(data, self.num_dims) if data is not None
+                 else grbm_moments(self, rng if rng is not None else np.random.default_rng()))
+            base_mean, base_scale = m.mean, np.sqrt(np.diag(m.covariance))
+        return gaussian_energy_path(self, base_mean, base_scale), kernel
 
     def log_unnormalized(self, v) -> TensorVariable:
         r"""PyTensor graph of :math:`-\sum_j \frac{(v_j-b_j)^2}{2\sigma_j^2} + \sum_i

@@ -46,6 +46,7 @@ from pymc_anneal.energy.enumerate import (
     logsumexp_over_states,
 )
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_count
 
 __all__ = ["BernoulliRBM"]
 
@@ -120,6 +121,14 @@ def as_generator(rng) -> np.random.Generator:
         raise AnnealingError(
             f"rng must be a numpy.random.Generator or a seed, got {type(rng).__name__}."
         ) from err
+
+
+def _no_options(model, **options) -> None:
+    """Refuse annealing options that ``model``'s paths do not use."""
+    given = sorted(k for k, v in options.items() if v is not None)
+    if given:
+        raise AnnealingError(f"{given} do not apply to a {type(model).__name__}; its annealing "
+                             "path is set by kernel, base and data.")
 
 
 class RestrictedBoltzmannMachine(EnergyModel):
@@ -222,8 +231,7 @@ class RestrictedBoltzmannMachine(EnergyModel):
         rng = as_generator(rng)
         num_samples = check_positive_int(num_samples, "num_samples")
         num_steps = check_positive_int(num_steps, "num_steps")
-        if isinstance(burn_in, bool) or not isinstance(burn_in, (int, np.integer)) or burn_in < 0:
-            raise AnnealingError(f"burn_in must be a non-negative integer, got {burn_in!r}.")
+        burn_in = check_count("burn_in", burn_in, 0, what="a non-negative integer")
         num_chains = -(-num_samples // num_steps)
         if data is not None:
             data = self.check_data(data)
@@ -305,6 +313,27 @@ class BernoulliRBM(RestrictedBoltzmannMachine):
         return cls(W, estimator.intercept_visible_, estimator.intercept_hidden_, dtype=dtype, name=name)
 
     # -- densities -------------------------------------------------------------------------
+
+    def annealing_path(self, *, kernel=None, base=None, data=None, moments=None,
+                       base_mean=None, base_scale=None, rng=None):
+        """The path from a zero-weight RBM in the joint (v, h) space, and its kernel.
+
+        ``base``: ``"uniform"`` (default) or ``"data"`` (the smoothed base rates of
+        ``data``); see :func:`pymc_anneal.energy.annealing.rbm_path`. Binary units move
+        only by Gibbs sweeps, so the kernel is ``"gibbs"``.
+        """
+        from pymc_anneal.energy.annealing import RBM_BASES, rbm_path
+
+        _no_options(self, moments=moments, base_mean=base_mean, base_scale=base_scale)
+        kernel = kernel or "gibbs"
+        if isinstance(kernel, str) and kernel != "gibbs":
+            raise AnnealingError(f"a BernoulliRBM has binary units, which only the 'gibbs' "
+                                 f"kernel can move; got kernel={kernel!r}.")
+        base = base or ("data" if data is not None else "uniform")
+        if base not in RBM_BASES:
+            raise AnnealingError(f"unknown base {base!r} for a BernoulliRBM; must be one of "
+                                 f"{list(RBM_BASES)}.")
+        return rbm_path(self, base=base, data=data), kernel
 
     def log_unnormalized(self, v) -> TensorVariable:
         r"""PyTensor graph of :math:`b^\top v + \sum_j \operatorname{softplus}(c_j + (v^\top W)_j)`."""

@@ -32,6 +32,14 @@ from pymc_anneal.energy.base import check_positive_int
 from pymc_anneal.energy.grbm import GaussianRBM
 from pymc_anneal.energy.rbm import BernoulliRBM, as_generator, sigmoid
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import (
+    check_count,
+    check_finite_array,
+    check_one_of,
+    check_positive_float,
+    check_probability,
+    check_real,
+)
 
 __all__ = ["TRAINING_METHODS", "train_grbm", "train_rbm"]
 
@@ -39,25 +47,14 @@ TRAINING_METHODS = ("pcd", "cd")
 
 
 def _check_real_data(data) -> np.ndarray:
-    try:
-        data = np.array(data, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise AnnealingError(f"data must be a numeric array, got {type(data).__name__}.") from err
+    data = check_finite_array("data", data)
     if data.ndim != 2 or data.shape[0] < 2 or data.shape[1] < 1:
         raise AnnealingError(f"data must have shape (N >= 2, num_dims), got {data.shape}.")
-    if not np.all(np.isfinite(data)):
-        raise AnnealingError(f"data contain {int(np.sum(~np.isfinite(data)))} NaN or infinite values.")
     return data
 
 
 def _check_positive(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError) as err:
-        raise AnnealingError(f"{name} must be a positive number, got {value!r}.") from err
-    if not (np.isfinite(value) and value > 0):
-        raise AnnealingError(f"{name} must be a positive finite number, got {value!r}.")
-    return value
+    return check_positive_float(name, value, what="a positive finite number")
 
 
 def train_grbm(
@@ -121,16 +118,12 @@ def train_grbm(
     """
     data = _check_real_data(data)
     n_hidden = check_positive_int(n_hidden, "n_hidden")
-    if method not in TRAINING_METHODS:
-        raise AnnealingError(f"method must be one of {list(TRAINING_METHODS)}, got {method!r}.")
-    if isinstance(num_updates, bool) or not isinstance(num_updates, (int, np.integer)) or num_updates < 0:
-        raise AnnealingError(f"num_updates must be a non-negative integer, got {num_updates!r}.")
+    check_one_of("method", method, TRAINING_METHODS)
+    num_updates = check_count("num_updates", num_updates, 0, what="a non-negative integer")
     batch_size = min(check_positive_int(batch_size, "batch_size"), data.shape[0])
     learning_rate = _check_positive(learning_rate, "learning_rate")
-    if not 0 <= momentum < 1:
-        raise AnnealingError(f"momentum must be in [0, 1), got {momentum!r}.")
-    if not weight_decay >= 0:
-        raise AnnealingError(f"weight_decay must be >= 0, got {weight_decay!r}.")
+    momentum = check_probability("momentum", momentum, low_open=False, high_open=True)
+    weight_decay = check_real("weight_decay", weight_decay, low=0.0, what=">= 0")
     initial_scale = _check_positive(initial_scale, "initial_scale")
     num_chains = batch_size if num_chains is None else check_positive_int(num_chains, "num_chains")
     rng = as_generator(rng)

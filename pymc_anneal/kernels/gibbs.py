@@ -19,7 +19,7 @@ from typing import NamedTuple
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import Info, Kernel
+from pymc_anneal.kernels.base import Info, Kernel, StateField
 from pymc_anneal.paths import GibbsPath
 
 __all__ = ["GibbsState", "build_kernel"]
@@ -30,17 +30,14 @@ class GibbsState(NamedTuple):
 
 
 def build_kernel(path: GibbsPath) -> Kernel:
-    """Build a blocked-Gibbs transition for a :class:`~pymc_anneal.paths.GibbsPath`."""
-    if not isinstance(path, GibbsPath):
-        raise TypeError("the Gibbs kernel needs a GibbsPath (with conditionals), got "
-                        f"{type(path).__name__}.")
+    """Build a blocked-Gibbs transition for a path with conditionals (a :class:`GibbsPath`)."""
+    path.require("gibbs_sweep", "kernel 'gibbs'")
 
-    def init(position, point=None, momentum=None):
-        return GibbsState(position)
+    def init(rng, position, params, path_params):
+        return rng, GibbsState(position)
 
-    def step(rng, state: GibbsState, beta, params):
-        # params holds the path's parameters (as symbolic inputs) among the step's numbers
-        rng, position = path.build_gibbs_sweep(rng, state.position, beta, params)
+    def step(rng, state: GibbsState, beta, params, path_params):
+        rng, position = path.gibbs_sweep(rng, state.position, beta, path_params)
         size = position.shape[:1]
         info = Info(pt.ones(size, dtype="float64"), pt.ones(size, dtype="bool"),
                     pt.zeros(size, dtype="bool"))
@@ -48,11 +45,11 @@ def build_kernel(path: GibbsPath) -> Kernel:
 
     return Kernel(
         name="gibbs",
+        state_type=GibbsState,
+        state=(StateField("position"),),
+        parameters=(),
         init=init,
         step=step,
-        state_type=GibbsState,
-        needs_gradients=False,
-        has_momentum=False,
         target_acceptance=1.0,
         structure=("gibbs",),
     )

@@ -39,11 +39,13 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import Info, Kernel
+from pymc_anneal.kernels.base import Info, Kernel, StateField, StepParameter
 from pymc_anneal.kernels.integrators import leapfrog
-from pymc_anneal.paths import Path, PathPoint
+from pymc_anneal.paths import Path
+from pymc_anneal.validation import check_count
 
-__all__ = ["HMCState", "build_kernel", "default_refresh"]
+__all__ = ["HMCState", "MOMENTUM_PARAMETERS", "build_kernel", "default_refresh",
+           "draw_momentum"]
 
 MAX_ENERGY_ERROR = 1000.0
 
@@ -59,9 +61,43 @@ class HMCState(NamedTuple):
     grad_log_ratio: TensorVariable  # (N, d)
 
 
+HMC_STATE = (StateField("position"), StateField("momentum", dtype="float64"),
+             StateField("log_base", False, "float64"), StateField("log_ratio", False, "float64"),
+             StateField("grad_log_base", dtype="float64"),
+             StateField("grad_log_ratio", dtype="float64"))
+
+
 def default_refresh(step_size):
     """Refresh fraction that randomizes half the momentum power per unit time: 1 - 2**-eps."""
     return 1.0 - np.power(0.5, step_size)
+
+
+def _momentum_scale(arrays):
+    inv_mass = arrays["inv_mass"]
+    previous = np.concatenate([inv_mass[:1], inv_mass[:-1]])
+    return np.sqrt(previous / inv_mass)
+
+
+STEP_SIZE = StepParameter("step_size", default=lambda d: 0.5 * d**-0.25, tuning="acceptance",
+                          no_op=0.0)
+"""The leapfrog step size, tuned by the pilot to the target acceptance rate."""
+INV_MASS = StepParameter("inv_mass", per_dimension=True, default=1.0, tuning="variance")
+"""The diagonal inverse mass matrix, set by the pilot from the particles' variances."""
+MOMENTUM_PARAMETERS = (
+    STEP_SIZE,
+    StepParameter("refresh", default=0.0, derive=lambda a: default_refresh(a["step_size"]),
+                  no_op=0.0),
+    INV_MASS,
+    StepParameter("momentum_scale", per_dimension=True, derive=_momentum_scale, no_op=1.0),
+)
+"""HAIS's parameters: the momentum refresh fraction follows the step size, and
+``momentum_scale`` = sqrt(previous inv_mass / inv_mass) follows the mass matrix."""
+
+
+def draw_momentum(rng, position, inv_mass):
+    """``(rng, v)`` with ``v ~ N(0, M)``, ``M = diag(1 / inv_mass)``, shaped like ``position``."""
+    rng, noise = pt.random.normal(size=position.shape, rng=rng, return_next_rng=True)
+    return rng, noise / pt.sqrt(inv_mass)
 
 
 def build_kernel(
@@ -74,32 +110,32 @@ def build_kernel(
     path : Path
     persistent_momentum : bool, default True
         Keep the momentum across transitions with partial refresh (HAIS). ``False`` draws a
-        fresh momentum at every transition (``refresh`` is then ignored, gamma = 1).
+        fresh momentum at every transition (gamma = 1: no ``refresh`` parameter).
     num_leapfrog_steps : int, default 1
         Leapfrog steps per transition (L; 1 in the HAIS paper).
     """
-    if not isinstance(num_leapfrog_steps, int) or num_leapfrog_steps < 1:
-        raise ValueError(f"num_leapfrog_steps must be a positive integer, got {num_leapfrog_steps!r}.")
+    num_leapfrog_steps = check_count("num_leapfrog_steps", num_leapfrog_steps, 1)
+    path.require("evaluate", "kernel 'hais'" if persistent_momentum else "kernel 'hmc'")
 
-    def init(position, point: PathPoint, momentum):
-        return HMCState(
-            position, momentum, point.log_base, point.log_ratio,
-            point.grad_log_base, point.grad_log_ratio,
-        )
+    def init(rng, position, params, path_params):
+        point = path.evaluate(position, params=path_params)
+        rng, momentum = draw_momentum(rng, position, params["inv_mass"])
+        return rng, HMCState(position, momentum, point.log_base, point.log_ratio,
+                             point.grad_log_base, point.grad_log_ratio)
 
     def kinetic(momentum, inv_mass):
         return 0.5 * (inv_mass * momentum**2).sum(axis=-1)
 
-    def step(rng, state: HMCState, beta, params):
+    def step(rng, state: HMCState, beta, params, path_params):
         step_size, inv_mass = params["step_size"], params["inv_mass"]
-        momentum = state.momentum * params["momentum_scale"]
-        if not persistent_momentum:
-            rng, noise = pt.random.normal(size=momentum.shape, rng=rng, return_next_rng=True)
-            momentum = noise / pt.sqrt(inv_mass)
+        if persistent_momentum:
+            momentum = state.momentum * params["momentum_scale"]
+        else:
+            rng, momentum = draw_momentum(rng, state.position, inv_mass)
         grad = state.grad_log_base + beta * state.grad_log_ratio
         new_position, new_momentum, point = leapfrog(
             path, state.position, momentum, grad, beta, step_size, inv_mass, num_leapfrog_steps,
-            params=params,
+            params=path_params,
         )
         log_f_old = state.log_base + beta * state.log_ratio
         log_f_new = point.log_base + beta * point.log_ratio
@@ -128,11 +164,11 @@ def build_kernel(
     name = "hais" if persistent_momentum else "hmc"
     return Kernel(
         name=name,
+        state_type=HMCState,
+        state=HMC_STATE,
+        parameters=MOMENTUM_PARAMETERS if persistent_momentum else (STEP_SIZE, INV_MASS),
         init=init,
         step=step,
-        state_type=HMCState,
-        needs_gradients=True,
-        has_momentum=True,
         target_acceptance=0.8 if persistent_momentum else 0.65,
         structure=(name, num_leapfrog_steps),
     )

@@ -13,8 +13,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import Info, Kernel
-from pymc_anneal.paths import Path, PathPoint
+from pymc_anneal.kernels.base import Info, Kernel, StateField, StepParameter
+from pymc_anneal.paths import Path
 
 __all__ = ["MetropolisState", "build_kernel"]
 
@@ -25,16 +25,24 @@ class MetropolisState(NamedTuple):
     log_ratio: TensorVariable  # (N,)
 
 
+PARAMETERS = (
+    StepParameter("step_size", default=lambda d: d**-0.25, tuning="acceptance", no_op=0.0),
+    StepParameter("inv_mass", per_dimension=True, default=1.0, tuning="variance"),
+)
+
+
 def build_kernel(path: Path) -> Kernel:
     """Build a random-walk Metropolis transition for ``path``."""
+    path.require("evaluate", "kernel 'metropolis'")
 
-    def init(position, point: PathPoint, momentum=None):
-        return MetropolisState(position, point.log_base, point.log_ratio)
+    def init(rng, position, params, path_params):
+        point = path.evaluate(position, gradients=False, params=path_params)
+        return rng, MetropolisState(position, point.log_base, point.log_ratio)
 
-    def step(rng, state: MetropolisState, beta, params):
+    def step(rng, state: MetropolisState, beta, params, path_params):
         rng, noise = pt.random.normal(size=state.position.shape, rng=rng, return_next_rng=True)
         proposal = state.position + params["step_size"] * pt.sqrt(params["inv_mass"]) * noise
-        point = path.evaluate(proposal, gradients=False, params=params)
+        point = path.evaluate(proposal, gradients=False, params=path_params)
         log_f_old = state.log_base + beta * state.log_ratio
         log_f_new = point.log_base + beta * point.log_ratio
         delta = log_f_new - log_f_old
@@ -51,11 +59,12 @@ def build_kernel(path: Path) -> Kernel:
 
     return Kernel(
         name="metropolis",
+        state_type=MetropolisState,
+        state=(StateField("position"), StateField("log_base", False, "float64"),
+               StateField("log_ratio", False, "float64")),
+        parameters=PARAMETERS,
         init=init,
         step=step,
-        state_type=MetropolisState,
-        needs_gradients=False,
-        has_momentum=False,
         target_acceptance=0.3,
         structure=("metropolis",),
     )

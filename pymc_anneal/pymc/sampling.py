@@ -8,20 +8,20 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from pymc_anneal.driver import TuningOptions, run_ais
-from pymc_anneal.backends import validate_backend
-from pymc_anneal.checks import (  # noqa: F401  (re-exported for compare and tests)
-    CHAIN_DISAGREEMENT,
-    LOW_ESS_FRACTION,
-    check_count as _check_count,
-    check_weights as _check_weights,
-)
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.diagnostics import check_weights
+from pymc_anneal.driver import TuningOptions, run_annealing
 from pymc_anneal.io import to_datatree
-from pymc_anneal.kernels import CONTINUOUS_KERNELS
+from pymc_anneal.kernels import KERNELS
 from pymc_anneal.paths import fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
+from pymc_anneal.validation import (
+    check_backend,
+    check_choice,
+    check_count,
+    check_random_seed,
+    check_tuning,
+)
 
 __all__ = ["DEFAULT_NUM_STEPS", "sample_ais"]
 
@@ -36,12 +36,12 @@ def sample_ais(
     num_steps: int | None = None,
     schedule="power",
     base: str = "prior",
-    kernel: str = "hais",
+    kernel="hais",
     random_seed=None,
     progressbar: bool = True,
     backend: str = "numba",
     model: pm.Model | None = None,
-    num_leapfrog_steps: int = 1,
+    num_leapfrog_steps: int | None = None,
     step_size: float | None = None,
     mass_matrix: str = "adapt",
     num_tuning_bands: int = 8,
@@ -86,17 +86,18 @@ def sample_ais(
     base : {"prior", "gaussian"}, default "prior"
         Anneal from the prior (robust, the default) or from a Gaussian fitted to the
         posterior (fast and accurate for unimodal posteriors, also in high dimensions).
-    kernel : {"hais", "hmc", "metropolis"}, default "hais"
+    kernel : {"hais", "hmc", "mala", "metropolis"} or callable, default "hais"
         HMC with persistent momentum (Sohl-Dickstein & Culpepper 2012), HMC with a fresh
-        momentum each step, or random-walk Metropolis.
+        momentum each step, Metropolis-adjusted Langevin, random-walk Metropolis, or a
+        kernel builder ``path -> Kernel`` of your own (see :mod:`pymc_anneal.kernels`).
     random_seed : int, Generator or None
         Seed; the same seed gives the same result on a given backend.
     progressbar : bool, default True
     backend : {"numba", "c", "jax"}, default "numba"
     model : pm.Model, optional
         Defaults to the model on the context stack.
-    num_leapfrog_steps : int, default 1
-        Leapfrog steps per HMC transition.
+    num_leapfrog_steps : int, optional
+        Leapfrog steps per transition of the HMC kernels (default 1).
     step_size : float, optional
         Fix the step size; by default it is tuned per temperature band in a pilot run and
         then frozen (the estimate stays unbiased).
@@ -104,7 +105,8 @@ def sample_ais(
         Diagonal mass matrix from the pilot particles per band, from the prior's scale, or
         the identity.
     num_tuning_bands, num_pilot, target_acceptance, momentum_refresh
-        Tuning details; see :class:`pymc_anneal.driver.TuningOptions`.
+        Tuning details; see :class:`pymc_anneal.driver.TuningOptions`. ``momentum_refresh``
+        fixes HAIS's refresh fraction (by default ``1 - 2**-step_size``).
     fit_steps : int, default 500
         With ``base="gaussian"``: temperatures of the fitting run from the prior.
     fit_draws : int, optional
@@ -139,37 +141,28 @@ def sample_ais(
     -3.5
     """
     model = pm.modelcontext(model)
-    draws = _check_count("draws", draws, 2)
-    chains = _check_count("chains", chains, 1)
-    if base not in DEFAULT_NUM_STEPS:
-        raise AnnealingError(f"unknown base {base!r}; must be one of {sorted(DEFAULT_NUM_STEPS)}.")
+    draws = check_count("draws", draws, 2)
+    chains = check_count("chains", chains, 1)
+    base = check_choice("base", base, DEFAULT_NUM_STEPS)
     if num_steps is not None:
-        num_steps = _check_count("num_steps", num_steps, 1)
+        num_steps = check_count("num_steps", num_steps, 1)
     elif isinstance(schedule, str):
         num_steps = DEFAULT_NUM_STEPS[base]
     betas = make_schedule(schedule, num_steps)
-    fit_steps = _check_count("fit_steps", fit_steps, 1)
+    fit_steps = check_count("fit_steps", fit_steps, 1)
     if fit_draws is not None:
-        fit_draws = _check_count("fit_draws", fit_draws, 2)
-    if kernel not in CONTINUOUS_KERNELS:
-        raise AnnealingError(f"unknown kernel {kernel!r} for a PyMC model; must be one of "
-                             f"{sorted(CONTINUOUS_KERNELS)}.")
-    backend = validate_backend(backend)
-    if mass_matrix not in ("adapt", "base", "identity"):
-        raise AnnealingError(
-            f"unknown mass_matrix {mass_matrix!r}; must be one of ['adapt', 'base', 'identity'].")
-    if step_size is not None and not (np.isfinite(step_size) and step_size > 0):
-        raise AnnealingError(f"step_size must be a positive float or None, got {step_size!r}.")
-    if momentum_refresh is not None and not 0 < momentum_refresh <= 1:
-        raise AnnealingError(f"momentum_refresh must be in (0, 1], got {momentum_refresh!r}.")
+        fit_draws = check_count("fit_draws", fit_draws, 2)
+    if isinstance(kernel, str):
+        kernel = check_choice("kernel", kernel, KERNELS)
+    backend = check_backend(backend)
+    tuning = TuningOptions(**check_tuning(
+        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+        num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
+        target_acceptance=target_acceptance, schedule=schedule))
     mp = model_path(model)
-    seed_seq = np.random.SeedSequence(random_seed if not isinstance(random_seed, np.random.Generator)
-                                      else random_seed.integers(2**63))
-    rng = np.random.default_rng(seed_seq)
-    tuning = TuningOptions(step_size=step_size, mass_matrix=mass_matrix,
-                           num_bands=num_tuning_bands, num_pilot=num_pilot,
-                           target_acceptance=target_acceptance, refresh=momentum_refresh,
-                           adapt_schedule=isinstance(schedule, str) and schedule == "adaptive")
+    rng, seed_attr = check_random_seed(random_seed)
+    run = dict(kernel=kernel, backend=backend, tuning=tuning, progressbar=progressbar,
+               kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
     path, fit_info, fit_time = mp.path, {}, 0.0
     if base == "gaussian":
         t0 = time.perf_counter()
@@ -177,25 +170,22 @@ def sample_ais(
         d = mp.path.num_dims
         fit_draws = fit_draws or min(max(num_pilot, 10 * d), 4000)
         fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
-        fit = run_ais(mp.path, kernel=kernel, betas=make_schedule(fit_schedule, fit_steps),
-                      draws=fit_draws, chains=1, rng=fit_rng, backend=backend, tuning=tuning,
-                      num_leapfrog_steps=num_leapfrog_steps, progressbar=progressbar,
-                      label=f"{mp.path.name} (fitting the base)")
+        fit = run_annealing(mp.path, betas=make_schedule(fit_schedule, fit_steps),
+                            draws=fit_draws, chains=1, rng=fit_rng,
+                            label=f"{mp.path.name} (fitting the base)", **run)
         # equally weighted: the particles of a short run are each close to the posterior
         # (lagging a little, i.e. slightly too wide, which suits a base), while their
         # weights are often degenerate in high dimensions (so a low ESS here is no warning)
         alive = np.isfinite(fit.log_weights[0])
         if not alive.any():
-            _check_weights(fit.log_weights)  # the clear error for all-zero weights
+            check_weights(fit.log_weights)  # the clear error for all-zero weights
         mean, cov = fit_gaussian(fit.positions[0][alive])
         path = gaussian_base_path(mp.path, mean, cov)
         fit_time = time.perf_counter() - t0
         fit_info = {"fit_steps": fit_steps, "fit_draws": fit_draws,
                     "fit_ess": float(np.sum(fit.settings["ess"]))}
-    result = run_ais(path, kernel=kernel, betas=betas, draws=draws, chains=chains, rng=rng,
-                     backend=backend, tuning=tuning, num_leapfrog_steps=num_leapfrog_steps,
-                     progressbar=progressbar)
-    _check_weights(result.log_weights)
+    result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng, **run)
+    check_weights(result.log_weights)
     if base == "gaussian":  # whitened coordinates -> the model's value space
         chol = path.parameters["base_chol"]
         result.positions = path.parameters["base_mean"] + result.positions @ chol.T
@@ -206,7 +196,5 @@ def sample_ais(
     coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
     return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
                        attrs={"schedule": schedule if isinstance(schedule, str) else "custom",
-                              "base": base, **fit_info,
-                              "random_seed": None if random_seed is None or isinstance(
-                                  random_seed, np.random.Generator) else str(random_seed),
+                              "base": base, **fit_info, "random_seed": seed_attr,
                               "model": model.name or None})

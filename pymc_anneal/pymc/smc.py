@@ -64,24 +64,17 @@ from pymc.smc.kernels import SMC_KERNEL, SMCSettings, SMCStats
 from pytensor.graph.basic import Variable
 from pytensor.tensor.random.type import random_generator_type
 
-from pymc_anneal.backends import CompiledFunction, compile_function, validate_backend
+from pymc_anneal.backends import CompiledFunction, compile_function
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels import build_hmc_kernel
 from pymc_anneal.kernels.hmc import default_refresh
 from pymc_anneal.pymc.adapter import model_path
+from pymc_anneal.validation import check_backend, check_count
 
 __all__ = ["HMCKernel"]
 
 _MIN_STEP_SIZE = 1e-8
 _MAX_STEP_SIZE = 1e3
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise AnnealingError(
-            f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=10."
-        )
-    return int(value)
 
 
 def _build_mutation_graph(
@@ -108,19 +101,20 @@ def _build_mutation_graph(
     inv_mass = pt.dvector("inv_mass")
     n_steps = pt.lscalar("n_steps")
 
-    state0 = kernel.init(position, path.evaluate(position), momentum)
+    def step_params(eps_, gamma_, inv_mass_):
+        return {"step_size": eps_, "inv_mass": inv_mass_,
+                "momentum_scale": pt.ones_like(inv_mass_), "refresh": gamma_}
+
+    # the kernel's state at the particles, with their persistent momenta (the momentum the
+    # kernel would draw is not used)
+    _, state0 = kernel.init(rng, position, step_params(step_size, refresh, inv_mass), {})
+    state0 = state0._replace(momentum=momentum)
     num_state = len(state0)
 
     def one_step(rng_k, *args):
         carry, (beta_, eps_, gamma_, inv_mass_) = args[:num_state], args[num_state:]
         state = kernel.state_type(*carry)
-        params = {
-            "step_size": eps_,
-            "inv_mass": inv_mass_,
-            "momentum_scale": pt.ones_like(inv_mass_),
-            "refresh": gamma_,
-        }
-        rng_k, state, info = kernel.step(rng_k, state, beta_, params)
+        rng_k, state, info = kernel.step(rng_k, state, beta_, step_params(eps_, gamma_, inv_mass_), {})
         return (rng_k, *state, info.acceptance_rate, info.is_divergent.astype("int64"))
 
     outputs = pytensor.scan(
@@ -218,8 +212,8 @@ class HMCKernel(SMC_KERNEL):
         num_leapfrog_steps: int = 1,
         mutation_backend: str = "numba",
     ) -> None:
-        self.n_steps = _positive_int("n_steps", n_steps)
-        self.num_leapfrog_steps = _positive_int("num_leapfrog_steps", num_leapfrog_steps)
+        self.n_steps = check_count("n_steps", n_steps, 1)
+        self.num_leapfrog_steps = check_count("num_leapfrog_steps", num_leapfrog_steps, 1)
         if step_size is not None and not (np.isfinite(step_size) and step_size > 0):
             raise AnnealingError(
                 f"step_size must be a positive finite number or None (adaptive default), "
@@ -235,7 +229,7 @@ class HMCKernel(SMC_KERNEL):
                 f"refresh must lie in (0, 1] (1 = full momentum refresh), got {refresh!r}; "
                 "or pass None for the default 1 - 0.5**step_size."
             )
-        self.mutation_backend = validate_backend(mutation_backend)
+        self.mutation_backend = check_backend(mutation_backend)
         self.initial_step_size = None if step_size is None else float(step_size)
         self.target_accept = float(target_accept)
         self.fixed_refresh = None if refresh is None else float(refresh)

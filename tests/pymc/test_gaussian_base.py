@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pymc as pm
 import pytest
 from scipy import stats
 
 import pymc_anneal as pa
-from pymc_anneal.driver import _COMPILED, run_ais
+from pymc_anneal.driver import run_annealing
+from pymc_anneal.driver.cache import LOOPS
 from pymc_anneal.paths import fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
@@ -92,7 +94,7 @@ def test_gaussian_base_path_one_step_is_importance_sampling_from_q(normal_mean):
         return draws
 
     path = dataclasses.replace(path, sample_base=recording_sample_base)
-    result = run_ais(path, betas=make_schedule("linear", 1), draws=300, chains=2,
+    result = run_annealing(path, betas=make_schedule("linear", 1), draws=300, chains=2,
                      rng=np.random.default_rng(7), progressbar=False)
     z0 = np.concatenate(recorded[-2:])[:, 0].reshape(2, 300)  # the estimate's base draws
     mu = m + s * z0
@@ -157,12 +159,30 @@ def test_every_fit_reuses_one_compiled_loop(normal_mean):
                   fit_steps=20, progressbar=False)
     pa.sample_ais(random_seed=1, **kwargs)
     owner = model_path(model).path
-    entries = {k: dict(v) for k, v in _COMPILED[owner].items()}
+    entries = {key: LOOPS.get(owner, key, None) for key in LOOPS.owned_by(owner)}
+    assert entries  # the model's own loop and that of its fitted bases
     pa.sample_ais(random_seed=2, **kwargs)
-    assert {k: dict(v) for k, v in _COMPILED[owner].items()}.keys() == entries.keys()
-    for structure, cache in _COMPILED[owner].items():
-        assert cache.keys() == entries[structure].keys()
-        assert all(cache[k] is entries[structure][k] for k in cache)
+    assert set(LOOPS.owned_by(owner)) == set(entries)
+    assert all(LOOPS.get(owner, key, None) is loop for key, loop in entries.items())
+
+
+def test_compiled_loops_are_freed_with_their_model():
+    """The compile cache holds a model's loops only while the model lives."""
+    import gc
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=[0.1, 0.4])
+    pa.sample_ais(model=model, draws=50, chains=1, num_steps=5, progressbar=False,
+                  random_seed=1)
+    owner = model_path(model).path
+    assert LOOPS.owned_by(owner)
+    size = len(LOOPS)
+    ref = __import__("weakref").ref(owner)
+    del model, owner, mu
+    gc.collect()
+    assert ref() is None  # nothing else kept the model's path alive
+    assert len(LOOPS) < size
 
 
 def test_unknown_base_lists_the_options(normal_mean):

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 import pymc_anneal as pa
-from pymc_anneal.driver import TuningOptions, run_ais
+from pymc_anneal.driver import run_annealing
 from pymc_anneal.estimators import log_mean_exp
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
@@ -86,7 +86,7 @@ def test_one_step_is_plain_importance_sampling(normal_mean):
         return draws
 
     path = dataclasses.replace(mp.path, sample_base=recording_sample_base)
-    result = run_ais(path, betas=make_schedule("linear", 1), draws=300, chains=2,
+    result = run_annealing(path, betas=make_schedule("linear", 1), draws=300, chains=2,
                      rng=np.random.default_rng(7), progressbar=False)
     x0 = np.concatenate(recorded[-2:])[:, 0]
     y, sigma = target.params["y"], target.params["noise_sd"]
@@ -185,7 +185,7 @@ def test_datatree_schema(normal_mean):
         (dict(draws=1), "draws must be an integer >= 2"),
         (dict(num_steps=0), "num_steps must be an integer >= 1"),
         (dict(chains=0), "chains must be an integer >= 1"),
-        (dict(kernel="nuts"), r"unknown kernel 'nuts' for a PyMC model; must be one of \['hais', 'hmc', 'metropolis'\]"),
+        (dict(kernel="nuts"), r"unknown kernel 'nuts'; must be one of \[.*'hais', 'hmc', 'mala', 'metropolis'\]"),
         (dict(backend="cuda"), r"unknown backend 'cuda'; must be one of \['c', 'jax', 'numba'\]"),
         (dict(schedule="cosine"), "unknown schedule 'cosine'"),
         (dict(schedule=[0.0, 0.5, 0.4, 1.0], num_steps=None), "strictly increasing"),
@@ -252,7 +252,7 @@ def test_model_with_many_log_density_terms():
 
 
 def test_low_ess_warns_with_our_warning_class():
-    from pymc_anneal.pymc.sampling import _check_weights
+    from pymc_anneal.diagnostics import check_weights as _check_weights
 
     log_w = np.zeros((2, 100))
     log_w[:, 0] = 50.0  # one particle per chain dominates: ESS 2 of 200, chains agree
@@ -262,7 +262,7 @@ def test_low_ess_warns_with_our_warning_class():
 
 
 def test_disagreeing_chains_warn():
-    from pymc_anneal.pymc.sampling import _check_weights
+    from pymc_anneal.diagnostics import check_weights as _check_weights
 
     rng = np.random.default_rng(0)
     log_w = rng.normal(0.0, 0.1, size=(4, 500))

@@ -1,4 +1,5 @@
-"""Input checks and the weight diagnostics shared by the user-facing samplers."""
+"""The weight diagnostics shared by the entry points: an error when every weight is zero,
+:class:`~pymc_anneal.exceptions.AnnealingWarning` when the estimate should not be trusted."""
 
 from __future__ import annotations
 
@@ -9,14 +10,7 @@ import numpy as np
 from pymc_anneal.estimators import estimate_log_z, log_mean_exp
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 
-__all__ = ["CHAIN_DISAGREEMENT", "LOW_ESS_FRACTION", "check_count", "check_weights"]
-
-
-def check_count(name: str, value, minimum: int) -> int:
-    """``value`` as an int if it is an integer >= ``minimum``, else a clear error."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise AnnealingError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
+__all__ = ["CHAIN_DISAGREEMENT", "LOW_ESS_FRACTION", "check_weights"]
 
 
 LOW_ESS_FRACTION = 0.05

@@ -1,0 +1,17 @@
+"""The annealing driver, behind the entry points :func:`pymc_anneal.sample_ais` (PyMC models)
+and :func:`pymc_anneal.ais` (energy models and paths).
+
+One job per module, in the order data flows:
+
+- :mod:`~pymc_anneal.driver.scan`: the annealing loop as one compiled PyTensor ``scan``
+  (built from a path and a kernel's declarations, and how to call it);
+- :mod:`~pymc_anneal.driver.cache`: compiled loops, bounded, freed with their model;
+- :mod:`~pymc_anneal.driver.tuning`: the pilot that tunes per-step kernel parameters;
+- :mod:`~pymc_anneal.driver.run`: :func:`run_annealing`, forward or backward, chunk by chunk.
+"""
+
+from pymc_anneal.driver.run import DIRECTIONS, AnnealingRun, run_annealing
+from pymc_anneal.driver.tuning import TuningOptions, equal_length_schedule
+
+__all__ = ["DIRECTIONS", "AnnealingRun", "TuningOptions",
+           "equal_length_schedule", "run_annealing"]

@@ -1,0 +1,203 @@
+r"""The run loop: tune, then anneal all chains' particles chunk by chunk, in either direction.
+
+**Forward** (AIS, Neal 2001): particles start at exact draws of the base,
+:math:`\log w = \log Z_0`, and run through :math:`0 = \beta_0 < \dots < \beta_K = 1`;
+:math:`\operatorname{mean}(w)` is unbiased for :math:`Z_1`.
+
+**Backward**: particles start at given states (exact draws of the target, for an unbiased
+run), :math:`\log w = 0`, and run through the same schedule from :math:`\beta_K = 1` down to
+:math:`\beta_0 = 0`, each step adding :math:`\log f_{\beta_{k-1}}(x) - \log f_{\beta_k}(x)`
+before a transition at :math:`\beta_{k-1}`. This is AIS from the normalized target to the
+base, so :math:`\operatorname{mean}(w)` is unbiased for :math:`Z_0 / Z_1`, and
+:math:`\log Z_0 - \log \operatorname{mean}(w)` is a stochastic *upper* bound on
+:math:`\log Z_1`: the other side of the forward run's lower bound (the reverse chains of
+RAISE and bidirectional Monte Carlo). The transition at a temperature uses the parameters the
+forward pilot tuned for it.
+
+Python runs once per chunk of steps (the progress bar), never per step or per particle.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pymc_anneal.driver.cache import compiled_loop
+from pymc_anneal.driver.tuning import (
+    TuningOptions,
+    bands,
+    equal_length_schedule,
+    step_arrays,
+    tune,
+)
+from pymc_anneal.estimators import effective_sample_size
+from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.kernels import Kernel, resolve_kernel
+
+__all__ = ["DIRECTIONS", "AnnealingRun", "run_annealing"]
+
+DIRECTIONS = ("forward", "backward")
+
+
+@dataclass
+class AnnealingRun:
+    """Raw output of :func:`run_annealing` (NumPy only); :mod:`pymc_anneal.io` makes data.
+
+    ``log_weights`` are forward AIS weights (``mean(exp)`` unbiased for :math:`Z_1`) or, for
+    a backward run, reverse weights (unbiased for :math:`Z_0 / Z_1`). ``betas`` are in the
+    order the run went; ``parameters`` holds the per-step kernel parameters it used.
+    """
+
+    positions: np.ndarray  # (chains, draws, d)
+    log_weights: np.ndarray  # (chains, draws)
+    betas: np.ndarray  # (K + 1,)
+    step_stats: dict[str, np.ndarray]  # name -> (chains, K)
+    parameters: dict[str, np.ndarray]  # name -> (K, ...)
+    log_base_normalizer: float
+    direction: str = "forward"
+    timings: dict[str, float] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _chunks(num_steps: int, num_chunks: int) -> np.ndarray:
+    return np.unique(np.linspace(0, num_steps, min(num_chunks, num_steps) + 1).round().astype(int))
+
+
+def run_annealing(
+    path,
+    *,
+    kernel: str | Kernel = "hais",
+    betas: np.ndarray,
+    draws: int,
+    chains: int,
+    rng: np.random.Generator,
+    backend: str = "numba",
+    tuning: TuningOptions | None = None,
+    kernel_options: dict | None = None,
+    direction: str = "forward",
+    initial_positions: np.ndarray | None = None,
+    num_chunks: int = 20,
+    progressbar: bool = True,
+    label: str | None = None,
+) -> AnnealingRun:
+    """Anneal ``path`` through the increasing schedule ``betas`` (0 to 1).
+
+    Parameters
+    ----------
+    path
+        A path (see :mod:`pymc_anneal.paths`).
+    kernel : str or Kernel
+        A name in :data:`pymc_anneal.kernels.KERNELS` (built for ``path`` with
+        ``kernel_options``) or a kernel already built for it.
+    betas : array (K + 1,)
+        The schedule, strictly increasing from 0 to 1, in either direction.
+    draws, chains : int
+        Particles per chain, and independent chains (all run as one batch).
+    rng : numpy.random.Generator
+    backend : {"numba", "c", "jax"}
+    tuning : TuningOptions, optional
+    direction : {"forward", "backward"}
+        Base to target (AIS), or target to base from ``initial_positions``.
+    initial_positions : array (chains * draws, d), optional
+        The starting states of a backward run (exact draws of the target for an unbiased
+        one); a forward run starts from the base.
+    num_chunks : int
+        Compiled calls (progress-bar updates) per run.
+    label : str, optional
+        Names the run in the progress bar (default: the path's name).
+    """
+    from pymc_anneal._progress import annealing_progress
+
+    tuning = tuning or TuningOptions()
+    if direction not in DIRECTIONS:
+        raise AnnealingError(f"unknown direction {direction!r}; must be one of {list(DIRECTIONS)}.")
+    kernel = resolve_kernel(kernel, path, **(kernel_options or {}))
+    unknown = sorted(set(tuning.fixed) - set(kernel.parameter_names))
+    if unknown:
+        raise AnnealingError(f"the {kernel.name!r} kernel has no parameter(s) {unknown} to fix; "
+                             f"its parameters are {list(kernel.parameter_names)}.")
+    num_steps, num_particles, d = betas.size - 1, draws * chains, path.num_dims
+    if direction == "backward":
+        if initial_positions is None:
+            raise AnnealingError("a backward run starts from given states: pass "
+                                 f"initial_positions of shape ({num_particles}, {d}).")
+        initial_positions = np.asarray(initial_positions, dtype=path.dtype)
+        if initial_positions.shape != (num_particles, d):
+            raise AnnealingError(f"initial_positions must have shape ({num_particles}, {d}) "
+                                 f"(chains * draws, num_dims), got {initial_positions.shape}.")
+    path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
+    timings = {}
+    t0 = time.perf_counter()
+    chunks = _chunks(num_steps, num_chunks)
+    jax = backend == "jax"  # JAX bakes sizes into its loop
+    loop = compiled_loop(path, kernel, backend,
+                         (num_particles, chains, int(np.diff(chunks).max())) if jax else None)
+    pilot = loop
+    if jax:
+        longest_band = max(b - a for a, b in bands(num_steps, tuning.num_bands))
+        pilot = compiled_loop(path, kernel, backend, (tuning.num_pilot, 1, longest_band))
+    timings["compile"] = time.perf_counter() - t0
+
+    with annealing_progress(progressbar, label or path.name, num_steps) as progress:
+        progress("tuning", 0)
+        t1 = time.perf_counter()
+        pilot_rng, base_rng, run_rng = rng.spawn(3)
+        values, ratio_var = tune(pilot, path, betas, tuning,
+                                 tuning.target_acceptance or kernel.target_acceptance,
+                                 pilot_rng, lambda done: progress("tuning", done))
+        if tuning.adapt_schedule:
+            pilot_betas = betas
+            betas = equal_length_schedule(pilot_betas, ratio_var, num_steps)
+            # each new step takes the tuned values of the pilot step at its beta
+            index = np.searchsorted(pilot_betas[1:], betas[1:], side="left").clip(0, num_steps - 1)
+            values = {k: v[index] for k, v in values.items()}
+        timings["tuning"] = time.perf_counter() - t1
+        progress("annealing", 0)
+        t2 = time.perf_counter()
+        if direction == "forward":
+            run_betas = betas
+            chain_rngs = base_rng.spawn(chains)
+            positions = np.concatenate([path.sample_base(r, draws) for r in chain_rngs])
+            log_w = np.full(num_particles, float(path.log_base_normalizer))
+        else:  # step j runs at beta_{K-j}, with the values tuned there (beta_0: beta_1's)
+            run_betas = betas[::-1].copy()
+            order = np.maximum(np.arange(num_steps)[::-1] - 1, 0)
+            values = {k: v[order] for k, v in values.items()}
+            positions = initial_positions
+            log_w = np.zeros(num_particles)
+        arrays = step_arrays(loop.parameters, run_betas, values, tuning.fixed)
+        base_rng, state = loop.init(base_rng, positions, {k: v[0] for k, v in arrays.items()},
+                                    path_parameters)
+        stats: dict[str, list] = {}
+        for start, stop in zip(chunks[:-1], chunks[1:]):
+            run_rng, state, log_w, chunk_stats = loop.run(
+                run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w, chains,
+                path_parameters)
+            for name, value in chunk_stats.items():
+                stats.setdefault(name, []).append(value)
+            progress("annealing", stop)
+        timings["sampling"] = time.perf_counter() - t2
+    step_stats = {name: np.concatenate(v, axis=0).T for name, v in stats.items()}  # (chains, K)
+    if direction == "forward":
+        step_stats["log_z"] = step_stats["log_z"] + path.log_base_normalizer
+    log_w = np.asarray(log_w).reshape(chains, draws)
+    return AnnealingRun(
+        positions=np.asarray(state["position"]).reshape(chains, draws, d),
+        log_weights=log_w,
+        betas=run_betas,
+        step_stats=step_stats,
+        parameters={k: v for k, v in arrays.items() if k not in ("beta", "delta_beta")},
+        log_base_normalizer=float(path.log_base_normalizer),
+        direction=direction,
+        timings=timings,
+        settings={"kernel": kernel.name, "kernel_structure": repr(kernel.structure),
+                  "backend": backend, "num_steps": num_steps, "direction": direction,
+                  "mass_matrix": tuning.mass_matrix, "num_bands": tuning.num_bands,
+                  "num_pilot": tuning.num_pilot,
+                  "tuned": ",".join(sorted(p.name for p in kernel.parameters
+                                           if p.tuning and p.name not in tuning.fixed)),
+                  "ess": effective_sample_size(log_w)},
+    )

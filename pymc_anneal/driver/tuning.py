@@ -1,0 +1,202 @@
+r"""The pilot tuner: per-step kernel parameters chosen without biasing the estimate.
+
+A pilot population, separate from the particles that make the estimate, anneals through
+the same schedule in temperature bands, resampling at each band's end (SMC-style). At each
+band's start the kernel's state is rebuilt at the pilot's positions (``kernel.init``: an
+auxiliary variable such as a momentum starts from its distribution under the band's
+parameters). Within a band, per the kernel's declared :class:`StepParameter` rules,
+
+- a parameter tuned to ``"acceptance"`` (a step size) is searched multiplicatively until
+  the pilot's mean acceptance rate is within 0.1 of the kernel's target;
+- a parameter tuned to ``"variance"`` (a diagonal inverse mass) is set to the pilot
+  particles' weighted variances (``mass_matrix="adapt"``), the base's variances (``"base"``)
+  or one (``"identity"``);
+
+and derived parameters follow. The values are then frozen, so the main run is an exact AIS
+whose transitions do not depend on its own particles. The pilot also records the variance of
+the log-density slope along the path, from which :func:`equal_length_schedule` re-spaces an
+adaptive schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pymc_anneal.driver.scan import CompiledLoop
+from pymc_anneal.estimators import systematic_resample
+from pymc_anneal.exceptions import AnnealingError
+
+__all__ = ["TuningOptions", "bands", "equal_length_schedule", "step_arrays", "tune"]
+
+
+@dataclass(frozen=True)
+class TuningOptions:
+    """How per-step kernel parameters are chosen.
+
+    Parameters
+    ----------
+    fixed : mapping of str to float
+        Parameters the user fixes for every temperature, by name (e.g. ``{"step_size":
+        0.1}``); each must be one of the kernel's parameters. A fixed parameter is neither
+        tuned nor derived.
+    mass_matrix : {"adapt", "base", "identity"}
+        For parameters tuned to ``"variance"``: the pilot particles' weighted variances in
+        each band (default), the base distribution's variances, or one.
+    num_bands : int
+        Number of temperature bands with their own tuned values.
+    num_pilot : int
+        Pilot particles (independent of the estimate's particles).
+    target_acceptance : float or None
+        ``None`` uses the kernel's own target (0.8 for HAIS, 0.65 HMC, 0.57 MALA, 0.3
+        Metropolis).
+    adapt_schedule : bool
+        Re-space the schedule to equal thermodynamic length from the pilot's estimates of
+        the slope's variance along the path (:func:`equal_length_schedule`), then freeze it.
+    """
+
+    fixed: Mapping[str, float] = field(default_factory=dict)
+    mass_matrix: str = "adapt"
+    num_bands: int = 8
+    num_pilot: int = 256
+    target_acceptance: float | None = None
+    adapt_schedule: bool = False
+
+
+def step_arrays(parameters, betas: np.ndarray, values: Mapping[str, np.ndarray],
+                fixed: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """Per-step arrays for a run through ``betas`` (in run order, ``K + 1`` values).
+
+    ``beta`` and ``delta_beta`` of steps 1..K, then each kernel parameter: fixed by the user,
+    else derived from the others, else taken from ``values`` (one row per step).
+    """
+    betas = np.asarray(betas, dtype=np.float64)
+    arrays = {"beta": betas[1:].copy(), "delta_beta": np.diff(betas)}
+    num_steps = betas.size - 1
+    for p in parameters:
+        if p.name in fixed:
+            shape = (num_steps, *values[p.name].shape[1:]) if p.name in values else (num_steps,)
+            arrays[p.name] = np.broadcast_to(np.float64(fixed[p.name]), shape).copy()
+        elif p.derive is None:
+            arrays[p.name] = np.asarray(values[p.name], dtype=np.float64)
+    for p in parameters:
+        if p.derive is not None and p.name not in fixed:
+            arrays[p.name] = np.asarray(p.derive(arrays), dtype=np.float64)
+    return arrays
+
+
+def _slice(arrays, start, stop):
+    return {k: v[start:stop] for k, v in arrays.items()}
+
+
+def bands(num_steps: int, num_bands: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each temperature band (about equal numbers of steps)."""
+    edges = np.unique(np.linspace(0, num_steps, min(num_bands, num_steps) + 1).round().astype(int))
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def _weighted_variance(positions, log_w):
+    w = np.exp(log_w - np.max(log_w))
+    w = w / w.sum()
+    mean = w @ positions
+    return w @ (positions - mean) ** 2
+
+
+def _band_variance(options, state, log_w, base_var):
+    if options.mass_matrix == "adapt":
+        var = _weighted_variance(state["position"], log_w)
+        var = np.where(np.isfinite(var) & (var > 0), var, 1.0)
+        return np.maximum(var, 1e-12 * var.max())
+    return base_var if options.mass_matrix == "base" else 1.0
+
+
+def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
+         target_acceptance: float, rng: np.random.Generator,
+         progress: Callable[[int], None]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Pilot pass over the forward schedule ``betas``.
+
+    Returns the tuned values of the kernel's non-derived parameters, one row per step
+    ``(K, ...)``, and the slope's variance per step (NaN where the pilot did not run).
+    """
+    parameters = loop.parameters
+    num_steps, d = betas.size - 1, path.num_dims
+    values = {p.name: np.tile(p.initial(d), (num_steps,) + (1,) * p.per_dimension)
+              for p in parameters if p.derive is None}
+    ratio_var = np.full(num_steps, np.nan)
+    searched = [p.name for p in parameters if p.tuning == "acceptance" and p.name not in options.fixed]
+    scaled = [p.name for p in parameters if p.tuning == "variance" and p.name not in options.fixed]
+    base_var = np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2
+    if not (searched or (scaled and options.mass_matrix == "adapt") or options.adapt_schedule):
+        for name in scaled:  # nothing needs the pilot's particles
+            values[name][:] = _band_variance(options, None, None, base_var)
+        return values, ratio_var
+
+    np_rng, fn_rng = rng.spawn(2)
+    path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
+    def first_step(start, stop):  # the parameters of a band's first step
+        arrays = step_arrays(parameters, betas[start:stop + 1], _slice(values, start, stop),
+                             options.fixed)
+        return {k: v[0] for k, v in arrays.items()}
+
+    np_rng, state = loop.init(np_rng, path.sample_base(np_rng, options.num_pilot),
+                              first_step(0, 1), path_parameters)
+    log_w = np.zeros(options.num_pilot)
+    for start, stop in bands(num_steps, options.num_bands):
+        for name in scaled:
+            values[name][start:stop] = _band_variance(options, state, log_w, base_var)
+        np_rng, state = loop.init(np_rng, state["position"], first_step(start, stop),
+                                  path_parameters)
+        for name in searched:
+            value = values[name][start]
+            trial_len = min(stop - start, 20)
+            for _ in range(6):
+                values[name][start:stop] = value
+                trial = step_arrays(parameters, betas[start:start + trial_len + 1],
+                                    _slice(values, start, start + trial_len), options.fixed)
+                fn_rng, _, _, stats = loop.run(fn_rng, trial, state, log_w, 1, path_parameters)
+                accept = float(stats["acceptance_rate"].mean())
+                if abs(accept - target_acceptance) < 0.1:
+                    break
+                value *= float(np.clip(np.exp(3.0 * (accept - target_acceptance)), 0.25, 2.0))
+            values[name][start:stop] = value
+            if stop < num_steps:  # the next band starts from this band's value
+                values[name][stop:] = value
+        band = step_arrays(parameters, betas[start:stop + 1], _slice(values, start, stop),
+                           options.fixed)
+        fn_rng, state, log_w, band_stats = loop.run(fn_rng, band, state, log_w, 1,
+                                                    path_parameters)
+        ratio_var[start:stop] = band_stats["log_ratio_var"][:, 0]
+        if not np.any(np.isfinite(log_w)):
+            raise AnnealingError(
+                "every pilot particle has zero weight (log-likelihood -inf or NaN) during "
+                "tuning; check that the likelihood is finite where the prior puts its mass."
+            )
+        index = systematic_resample(log_w, log_w.size, np_rng)
+        state = {k: v[index] for k, v in state.items()}
+        log_w = np.zeros_like(log_w)
+        progress(stop)
+    return values, ratio_var
+
+
+def equal_length_schedule(betas: np.ndarray, ratio_var: np.ndarray, num_steps: int,
+                          mix: float = 0.1) -> np.ndarray:
+    r"""Re-space a schedule to equal thermodynamic length.
+
+    With perfect transitions the variance of the log weights is
+    :math:`\sum_k (\Delta\beta_k)^2 \operatorname{Var}_{\beta_k}(\ell)`; for a fixed number
+    of steps it is smallest when every step has the same length
+    :math:`\Delta\beta_k \operatorname{sd}_{\beta_k}(\ell)`. ``ratio_var`` holds the pilot's
+    estimates on the grid ``betas[1:]``; a fraction ``mix`` of each step keeps the original
+    spacing, so no region of the path is left without steps when an estimate is poor.
+    """
+    sd = np.sqrt(np.where(np.isfinite(ratio_var) & (ratio_var > 0), ratio_var, 0.0))
+    floor = 1e-3 * (np.median(sd[sd > 0]) if np.any(sd > 0) else 1.0)
+    length = np.maximum(sd, floor) * np.diff(betas)
+    length = (1.0 - mix) * length / length.sum() + mix * np.diff(betas)
+    cumulative = np.concatenate([[0.0], np.cumsum(length)])
+    cumulative /= cumulative[-1]
+    new = np.interp(np.linspace(0.0, 1.0, num_steps + 1), cumulative, betas)
+    new[0], new[-1] = 0.0, 1.0
+    return new

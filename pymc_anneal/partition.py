@@ -1,0 +1,181 @@
+"""``ais``: the partition function of an energy-based model (or of any annealing path).
+
+An entry point: it validates the user's options, asks the model for its annealing path
+(:meth:`pymc_anneal.energy.EnergyModel.annealing_path`), runs the driver
+(:func:`pymc_anneal.driver.run_annealing`) and returns the result as data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from pymc_anneal.diagnostics import check_weights
+from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.io import to_datatree
+from pymc_anneal.kernels import KERNELS
+from pymc_anneal.schedules import make_schedule
+from pymc_anneal.validation import (
+    check_backend,
+    check_choice,
+    check_count,
+    check_random_seed,
+    check_tuning,
+)
+
+__all__ = ["ais"]
+
+
+def ais(
+    model,
+    *,
+    draws: int = 1000,
+    chains: int = 4,
+    num_steps: int | None = 1000,
+    schedule="linear",
+    kernel: str | None = None,
+    base: str | None = None,
+    data=None,
+    moments=None,
+    base_mean=None,
+    base_scale=None,
+    random_seed=None,
+    progressbar: bool = True,
+    backend: str = "numba",
+    num_leapfrog_steps: int | None = None,
+    step_size: float | None = None,
+    mass_matrix: str = "adapt",
+    num_tuning_bands: int = 8,
+    num_pilot: int = 256,
+    target_acceptance: float | None = None,
+    momentum_refresh: float | None = None,
+) -> xr.DataTree:
+    r"""Estimate the log partition function :math:`\log Z` of an energy-based model with AIS.
+
+    ``chains`` independent runs of ``draws`` particles each anneal from a tractable base
+    (:math:`\beta = 0`, known :math:`Z_0`) to the model (:math:`\beta = 1`) through
+    ``num_steps`` temperatures in one compiled loop, exactly as :func:`pymc_anneal.sample_ais`
+    does for a PyMC model's evidence, and the result has the same layout.
+
+    Parameters
+    ----------
+    model : EnergyModel or Path
+        A :class:`~pymc_anneal.energy.BernoulliRBM` or :class:`~pymc_anneal.energy.GaussianRBM`
+        (annealed in the joint visible-hidden space with Gibbs transitions, Salakhutdinov &
+        Murray 2008), any other :class:`~pymc_anneal.energy.EnergyModel` such as a
+        :class:`~pymc_anneal.energy.FunctionEnergy` (annealed from a Gaussian base with
+        HMC), or a ready-made :class:`~pymc_anneal.paths.Path` /
+        :class:`~pymc_anneal.paths.GibbsPath` (any annealing problem). An energy model
+        provides its own path (:meth:`~pymc_anneal.energy.EnergyModel.annealing_path`).
+    draws : int, default 1000
+        Particles per chain (>= 2).
+    chains : int, default 4
+        Independent runs; their spread checks the standard error.
+    num_steps : int, default 1000
+        Number of temperatures K (``None`` when ``schedule`` is an array).
+    schedule : str or array, default "linear"
+        A name from :data:`pymc_anneal.schedules.SCHEDULES` (``"kiwaki_aihara"`` is the
+        4-band schedule of the GRBM paper), ``"adaptive"``, or an array from 0 to 1.
+    kernel : str, callable or Kernel, optional
+        A name in :data:`pymc_anneal.kernels.KERNELS` (``"gibbs"``, ``"hais"``, ``"hmc"``,
+        ``"mala"``, ``"metropolis"``), or a kernel builder ``path -> Kernel`` of your own
+        (see :mod:`pymc_anneal.kernels`). Default ``"gibbs"`` for RBMs, ``"hais"``
+        otherwise. A GaussianRBM can also be annealed with HMC on its visible units (hidden
+        units summed out).
+    base : str, optional
+        BernoulliRBM: ``"uniform"`` (default) or ``"data"`` (visible biases at the smoothed
+        base rates of ``data``). GaussianRBM: ``"ais_cov"`` (default, full covariance),
+        ``"ais"`` (diagonal, the target's variances) or ``"ais_mean"`` (the target's means,
+        the model's sigma), as in Kiwaki & Aihara (2015).
+    data : array (N, num_dims), optional
+        Training data, for the RBM's base rates or the GRBM base's moments.
+    moments : (mean, covariance), optional
+        The GRBM target's moments; by default from ``data``, else estimated by 100 Gibbs
+        chains of 5000 steps (:func:`pymc_anneal.energy.annealing.grbm_moments`).
+    base_mean, base_scale : array, optional
+        The Gaussian base of the HMC path (default standard normal).
+    random_seed : int, Generator or None
+    progressbar : bool, default True
+    backend : {"numba", "c", "jax"}, default "numba"
+    num_leapfrog_steps, step_size, mass_matrix, num_tuning_bands
+        Kernel and tuning settings, as in :func:`pymc_anneal.sample_ais`.
+    num_pilot, target_acceptance, momentum_refresh
+        Tuning settings, as in :func:`pymc_anneal.sample_ais`.
+
+    Returns
+    -------
+    xarray.DataTree
+        As :func:`pymc_anneal.sample_ais`: ``posterior`` (equally weighted samples of the
+        model, variable ``x``), ``particles`` (with ``log_weight``), ``sample_stats``
+        (per-chain ``log_marginal_likelihood``, which is :math:`\log Z` here, its standard
+        error and ESS) and ``annealing_stats``. :func:`pymc_anneal.log_evidence` pools the
+        chains; the attribute ``quantity`` is ``"log_partition_function"``.
+
+    References
+    ----------
+    Neal, R. M. (2001). Annealed importance sampling. *Statistics and Computing* 11.
+    Salakhutdinov, R. & Murray, I. (2008). On the quantitative analysis of deep belief
+    networks. *ICML*.
+    Kiwaki, T. & Aihara, K. (2015). Designing the covariance of base distributions for
+    annealed importance sampling of Gaussian RBMs.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc_anneal as pa
+    >>> from pymc_anneal.energy import BernoulliRBM
+    >>> rng = np.random.default_rng(0)
+    >>> rbm = BernoulliRBM(rng.normal(0, 0.5, (6, 4)), np.zeros(6), np.zeros(4))
+    >>> idata = pa.ais(rbm, draws=200, chains=2, num_steps=100, progressbar=False,
+    ...                random_seed=1)
+    >>> est = pa.log_evidence(idata)
+    >>> bool(abs(est.log_evidence - rbm.exact_log_z()) < 4 * est.standard_error + 0.01)
+    True
+    """
+    draws = check_count("draws", draws, 2)
+    chains = check_count("chains", chains, 1)
+    if num_steps is not None:
+        num_steps = check_count("num_steps", num_steps, 1)
+    betas = make_schedule(schedule, num_steps)
+    if isinstance(kernel, str):
+        kernel = check_choice("kernel", kernel, KERNELS)
+    backend = check_backend(backend)
+    tuning = TuningOptions(**check_tuning(
+        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+        num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
+        target_acceptance=target_acceptance, schedule=schedule))
+    rng, seed_attr = check_random_seed(random_seed)
+    moments_rng, rng = rng.spawn(2)
+    path, kernel = _annealing_path(model, kernel, moments_rng, base=base, data=data,
+                                   moments=moments, base_mean=base_mean, base_scale=base_scale)
+    result = run_annealing(path, kernel=kernel, betas=betas, draws=draws, chains=chains,
+                           rng=rng, backend=backend, tuning=tuning, progressbar=progressbar,
+                           kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
+    check_weights(result.log_weights, zero_weight_message=(
+        "every particle has zero weight: log f is -inf or NaN along the path. Check that the "
+        "energy is finite wherever the base puts mass."))
+    attrs = {"quantity": "log_partition_function", "schedule": schedule if isinstance(schedule, str)
+             else "custom", "random_seed": seed_attr, "model": getattr(model, "name", None),
+             "dtype": path.dtype,
+             **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
+    return to_datatree(result, {"x": np.asarray(result.positions)}, var_dims={"x": ["x_dim"]},
+                       rng=rng, attrs=attrs)
+
+
+def _annealing_path(model, kernel, rng, **options):
+    """The path and kernel for ``model``: its own path if it is an energy model."""
+    from pymc_anneal.energy import EnergyModel
+
+    if isinstance(model, EnergyModel):
+        return model.annealing_path(kernel=kernel, rng=rng, **options)
+    if callable(getattr(model, "weight_increment", None)) and hasattr(model, "sample_base"):
+        given = sorted(k for k, v in options.items() if v is not None)
+        if given:
+            raise AnnealingError(f"{given} apply to energy models; a path already carries its "
+                                 "base.")
+        return model, kernel or model.default_kernel
+    raise AnnealingError(
+        "ais needs an energy model from pymc_anneal.energy (e.g. BernoulliRBM, GaussianRBM, "
+        f"FunctionEnergy) or a pymc_anneal.paths.Path, got {type(model).__name__}. For a "
+        "PyMC model use pymc_anneal.sample_ais."
+    )

@@ -1,0 +1,386 @@
+"""Input checks shared by every public function (NumPy only).
+
+Each check returns the value in its canonical type or raises
+:class:`~pymc_anneal.exceptions.AnnealingError` (a :class:`ValueError`) with a message that
+names the argument, says what is accepted and quotes what was received. Where a call site
+has its own established wording (matched by users and tests), it passes it as ``what``:
+the message is then ``f"{name} must be {what}, got {value!r}."``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+from pymc_anneal.exceptions import AnnealingError
+
+__all__ = [
+    "MASS_MATRICES",
+    "check_backend",
+    "check_choice",
+    "check_count",
+    "check_finite_array",
+    "check_one_of",
+    "check_positive_float",
+    "check_probability",
+    "check_random_seed",
+    "check_real",
+    "check_tuning",
+    "is_integer",
+]
+
+
+def is_integer(value) -> bool:
+    """Whether ``value`` is a Python or NumPy integer (a bool is not).
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def check_count(name: str, value, minimum: int, *, what: str | None = None) -> int:
+    """``value`` as an int if it is an integer (not a bool) >= ``minimum``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : object
+        What the caller passed.
+    minimum : int
+        The smallest accepted value.
+    what : str, optional
+        What is accepted, in words, for the message (default ``"an integer >= {minimum}"``,
+        e.g. ``"a positive integer"``).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    AnnealingError
+        ``f"{name} must be {what}, got {value!r}."`` if ``value`` is a bool, not an integer
+        (a float such as ``2.0`` included) or below ``minimum``.
+    """
+    if not is_integer(value) or value < minimum:
+        raise AnnealingError(f"{name} must be {what or f'an integer >= {minimum}'}, got {value!r}.")
+    return int(value)
+
+
+def _is_real(value) -> bool:
+    """A Python or NumPy real number, or a 0-d integer or float array; not a bool."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and (np.issubdtype(value.dtype, np.integer)
+                                    or np.issubdtype(value.dtype, np.floating))
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _interval(low, high, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def check_real(name: str, value, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False, allow_none: bool = False,
+               finite: bool = True, what: str | None = None) -> float | None:
+    """``value`` as a float if it is a (finite) real number within the given bounds.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : object
+        What the caller passed: a Python or NumPy real number (not a bool, not a string).
+    low, high : float, optional
+        Bounds; ``None`` for none.
+    low_open, high_open : bool, default False
+        Whether the bound itself is excluded.
+    allow_none : bool, default False
+        Return ``None`` for ``None`` (an optional argument left at its default).
+    finite : bool, default True
+        Reject infinities (NaN is always rejected).
+    what : str, optional
+        What is accepted, in words, for the message (default e.g. ``"a finite number >= 0"``
+        or ``"a number in (0, 1]"``).
+
+    Returns
+    -------
+    float or None
+
+    Raises
+    ------
+    AnnealingError
+        ``f"{name} must be {what}, got {value!r}."``, naming the type when ``value`` is not
+        a real number at all.
+    """
+    if value is None and allow_none:
+        return None
+    if what is None:
+        bounds = _interval(low, high, low_open, high_open)
+        if low is not None and high is not None:
+            what = f"a number in {bounds}"
+        else:
+            what = f"{'a finite' if finite else 'a'} number {bounds}".rstrip()
+    if not _is_real(value):
+        raise AnnealingError(f"{name} must be {what} (a real number, not "
+                             f"{type(value).__name__}), got {value!r}.")
+    number = float(value)
+    if (np.isnan(number) or (finite and np.isinf(number))
+            or (low is not None and (number <= low if low_open else number < low))
+            or (high is not None and (number >= high if high_open else number > high))):
+        raise AnnealingError(f"{name} must be {what}, got {value!r}.")
+    return number
+
+
+def check_positive_float(name: str, value, *, allow_none: bool = False,
+                         what: str = "a positive float (finite and > 0)") -> float | None:
+    """``value`` as a float if it is a finite number > 0.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : object
+        What the caller passed: a Python or NumPy real number (not a bool, not a string).
+    allow_none : bool, default False
+        Return ``None`` for ``None`` (e.g. "choose it adaptively").
+    what : str, default "a positive float (finite and > 0)"
+        What is accepted, in words, for the message.
+
+    Returns
+    -------
+    float or None
+
+    Raises
+    ------
+    AnnealingError
+        ``f"{name} must be {what}, got {value!r}."`` for zero, a negative number, NaN, an
+        infinity or a non-number.
+    """
+    return check_real(name, value, low=0.0, low_open=True, allow_none=allow_none, what=what)
+
+
+def check_probability(name: str, value, *, low_open: bool = True, high_open: bool = False,
+                      allow_none: bool = False, what: str | None = None) -> float | None:
+    """``value`` as a float in (0, 1] (the ends closed or open as asked).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : object
+        What the caller passed: a Python or NumPy real number (not a bool, not a string).
+    low_open : bool, default True
+        Exclude 0.
+    high_open : bool, default False
+        Exclude 1.
+    allow_none : bool, default False
+        Return ``None`` for ``None``.
+    what : str, optional
+        What is accepted, in words, for the message (default ``"in (0, 1]"`` etc.).
+
+    Returns
+    -------
+    float or None
+
+    Raises
+    ------
+    AnnealingError
+        ``f"{name} must be {what}, got {value!r}."`` outside the interval, for NaN or for a
+        non-number.
+    """
+    what = what or f"in {_interval(0, 1, low_open, high_open)}"
+    return check_real(name, value, low=0.0, high=1.0, low_open=low_open, high_open=high_open,
+                      allow_none=allow_none, what=what)
+
+
+def check_choice(name: str, value, options: Iterable[str]):
+    """``value`` if it is one of ``options`` (names of things, e.g. kernels or backends).
+
+    Parameters
+    ----------
+    name : str
+        What is chosen (``"kernel"``), for the message.
+    value : object
+        What the caller passed.
+    options : iterable of str
+        The accepted names (a dict's keys are its names).
+
+    Returns
+    -------
+    str
+        ``value``.
+
+    Raises
+    ------
+    AnnealingError
+        ``f"unknown {name} {value!r}; must be one of {sorted(options)}."``
+    """
+    options = list(options)
+    if not isinstance(value, str) or value not in options:
+        raise AnnealingError(f"unknown {name} {value!r}; must be one of {sorted(options)}.")
+    return value
+
+
+def check_one_of(name: str, value, options: Iterable[str]):
+    """``value`` if it is one of ``options`` (a setting with a few values, in a given order).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : object
+        What the caller passed.
+    options : iterable of str
+        The accepted values, listed in the message in this order.
+
+    Returns
+    -------
+    str
+        ``value``.
+
+    Raises
+    ------
+    AnnealingError
+        ``f"{name} must be one of {list(options)}, got {value!r}."``
+    """
+    options = list(options)
+    if not isinstance(value, str) or value not in options:
+        raise AnnealingError(f"{name} must be one of {options}, got {value!r}.")
+    return value
+
+
+def check_finite_array(name: str, value, shape: tuple | None = None) -> np.ndarray:
+    """``value`` as a float64 array of ``shape``, all finite.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : array_like
+        What the caller passed.
+    shape : tuple of (int or None), optional
+        The required shape; ``None`` entries accept any length. Any shape if not given.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (``value`` itself, not a copy, if it already is one).
+
+    Raises
+    ------
+    AnnealingError
+        If ``value`` is not numeric, has the wrong shape, or contains NaN or infinities.
+    """
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise AnnealingError(
+            f"{name} must be a numeric array, got {type(value).__name__}.") from err
+    if shape is not None and (array.ndim != len(shape) or any(
+            want is not None and got != want for got, want in zip(array.shape, shape))):
+        wanted = "(" + ", ".join("N" if s is None else str(s) for s in shape) + \
+                 ("," if len(shape) == 1 else "") + ")"
+        raise AnnealingError(f"{name} must have shape {wanted}, got {array.shape}.")
+    if not np.all(np.isfinite(array)):
+        raise AnnealingError(f"{name} contains {int(np.sum(~np.isfinite(array)))} NaN or "
+                             "infinite values; remove or replace them.")
+    return array
+
+
+def check_backend(backend) -> str:
+    """The backend's name if it is known and its package is installed.
+
+    Parameters
+    ----------
+    backend : str
+        One of :data:`pymc_anneal.backends.BACKENDS`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    AnnealingError
+        For an unknown backend, or one whose package is missing.
+    """
+    from pymc_anneal.backends import validate_backend
+
+    return validate_backend(backend)
+
+
+def check_random_seed(random_seed) -> tuple[np.random.Generator, str | None]:
+    """A Generator for ``random_seed``, and the seed as recorded in results.
+
+    A Generator is not advanced by more than one draw: a new one is seeded from it.
+
+    Parameters
+    ----------
+    random_seed : None, int, sequence of int or numpy.random.Generator
+
+    Returns
+    -------
+    rng : numpy.random.Generator
+    recorded : str or None
+        ``str(random_seed)`` for an int or a sequence, else ``None``.
+
+    Raises
+    ------
+    AnnealingError
+        For anything else (a negative int, a float, a string).
+    """
+    if isinstance(random_seed, np.random.Generator):
+        return np.random.default_rng(random_seed.integers(2**63)), None
+    try:
+        sequence = np.random.SeedSequence(random_seed)
+    except (TypeError, ValueError) as err:
+        raise AnnealingError(f"random_seed must be None, a non-negative integer (or a sequence "
+                             f"of them) or a numpy Generator, got {random_seed!r}.") from err
+    return np.random.default_rng(sequence), None if random_seed is None else str(random_seed)
+
+
+MASS_MATRICES = ("adapt", "base", "identity")
+"""Values of ``mass_matrix``: how the pilot sets kernel parameters tuned to ``"variance"``."""
+
+
+def check_tuning(*, step_size=None, momentum_refresh=None, mass_matrix="adapt",
+                 num_tuning_bands=8, num_pilot=256, target_acceptance=None,
+                 schedule=None) -> dict:
+    """The entry points' tuning arguments, checked, as keyword arguments of
+    :class:`pymc_anneal.driver.TuningOptions`.
+
+    ``step_size`` and ``momentum_refresh`` fix the kernel parameters ``step_size`` and
+    ``refresh`` at every temperature; ``schedule="adaptive"`` turns on the re-spacing of the
+    schedule from the pilot.
+    """
+    fixed = {}
+    if step_size is not None:
+        fixed["step_size"] = check_positive_float("step_size", step_size)
+    if momentum_refresh is not None:
+        fixed["refresh"] = check_probability("momentum_refresh", momentum_refresh)
+    if target_acceptance is not None:
+        target_acceptance = check_probability("target_acceptance", target_acceptance,
+                                              high_open=True)
+    return dict(
+        fixed=fixed,
+        mass_matrix=check_choice("mass_matrix", mass_matrix, MASS_MATRICES),
+        num_bands=check_count("num_tuning_bands", num_tuning_bands, 1),
+        num_pilot=check_count("num_pilot", num_pilot, 2),
+        target_acceptance=target_acceptance,
+        adapt_schedule=isinstance(schedule, str) and schedule == "adaptive",
+    )

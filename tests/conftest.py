@@ -1,0 +1,127 @@
+"""Shared test targets and fixtures.
+
+Targets with closed forms live in :mod:`tests.analytic` (PyMC models with known evidence)
+and :mod:`tests.gaussian_paths` (a Gaussian annealing path with exact tempered
+distributions); the tests import them as ``tests.*`` (the repository root is on
+``sys.path`` because ``tests`` is a package).
+
+:data:`CONTINUOUS_KERNELS` is the tests' kernel table: every kernel that runs on a continuous
+path, with a step size that suits the Gaussian path at inverse mass 1. A new kernel is one row
+here; the invariance, robustness, no-op and evidence tests pick it up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pymc_anneal.driver.cache import compiled_loop
+from pymc_anneal.driver.tuning import step_arrays
+from pymc_anneal.kernels import KERNELS
+from tests.gaussian_paths import DEFAULT as GAUSSIAN
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    """A row of the kernel table."""
+
+    name: str
+    step_size: float  # leaves the Gaussian path's p_beta well mixed (inv_mass = 1)
+
+
+CONTINUOUS_KERNELS = {
+    "hais": KernelCase("hais", 0.5),  # HMC: eps * omega_max ~ 1.2 at beta = 1
+    "hmc": KernelCase("hmc", 0.5),
+    "mala": KernelCase("mala", 0.5),
+    "metropolis": KernelCase("metropolis", 1.0),
+}
+
+
+@pytest.fixture(params=sorted(CONTINUOUS_KERNELS))
+def kernel_case(request) -> KernelCase:
+    """Each row of the kernel table in turn."""
+    return CONTINUOUS_KERNELS[request.param]
+
+
+@dataclass
+class CompiledKernel:
+    """A kernel's compiled loop on the Gaussian path, with a thin driver around it."""
+
+    name: str
+    kernel: Any
+    loop: Any
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.loop.field_names
+
+    @property
+    def has_momentum(self) -> bool:
+        return "momentum" in self.fields
+
+    def initial_state(self, position, momentum=None, inv_mass=None) -> dict[str, np.ndarray]:
+        """The kernel's state (``kernel.init``) at ``position``; ``momentum`` replaces the
+        one the kernel draws, for kernels that have one."""
+        d = GAUSSIAN.num_dims
+        params = self.arrays(beta=0.0, num_steps=1, inv_mass=inv_mass)
+        _, state = self.loop.init(np.random.default_rng(0), np.asarray(position, dtype=np.float64),
+                                  {k: v[0] for k, v in params.items()}, [])
+        state = {k: np.array(v) for k, v in state.items()}
+        if momentum is not None:
+            assert self.has_momentum
+            state["momentum"] = np.array(momentum, dtype=np.float64).reshape(-1, d)
+        return state
+
+    def arrays(self, *, beta, num_steps, delta_beta=0.0, **values) -> dict[str, np.ndarray]:
+        """Constant per-step arrays: the given values by name (those the kernel does not have
+        are ignored), the others derived from them or at the kernel's defaults."""
+        d = GAUSSIAN.num_dims
+        params = self.kernel.parameters
+        values = {k: v for k, v in values.items()
+                  if v is not None and k in self.kernel.parameter_names}
+        base = {p.name: np.tile(p.initial(d), (num_steps,) + (1,) * p.per_dimension)
+                for p in params if p.derive is None}
+        for name in base.keys() & values.keys():
+            base[name] = np.broadcast_to(np.float64(values[name]), base[name].shape).copy()
+        arrays = step_arrays(params, np.linspace(0.0, 1.0, num_steps + 1), base, {})
+        for name, value in values.items():
+            arrays[name] = np.broadcast_to(np.float64(value), arrays[name].shape).copy()
+        arrays["beta"] = np.full(num_steps, float(beta))
+        arrays["delta_beta"] = np.full(num_steps, float(delta_beta))
+        return arrays
+
+    def run(self, state, *, beta, num_steps=30, seed=0, delta_beta=0.0, log_weight=None,
+            arrays=None, **values):
+        """Run ``num_steps`` transitions with constant parameters through the real loop.
+
+        ``values`` set kernel parameters by name (``step_size``, ``inv_mass``, ``refresh``,
+        ``momentum_scale``, ...). Returns ``(state, log_weight, acceptance (K,),
+        divergences (K,))``.
+        """
+        n = state["position"].shape[0]
+        log_weight = np.zeros(n) if log_weight is None else np.asarray(log_weight, dtype=np.float64)
+        if arrays is None:
+            arrays = self.arrays(beta=beta, num_steps=num_steps, delta_beta=delta_beta, **values)
+        _, new_state, new_log_weight, stats = self.loop.run(
+            np.random.default_rng(seed), arrays, state, log_weight, 1, [])
+        new_state = {k: np.asarray(v) for k, v in new_state.items()}
+        return (new_state, np.asarray(new_log_weight), stats["acceptance_rate"][:, 0],
+                stats["divergences"][:, 0])
+
+
+@pytest.fixture(scope="session")
+def compiled():
+    """``compiled(name) -> CompiledKernel``: each kernel's loop on the Gaussian path, compiled
+    once per session (Numba) through the driver's compile cache."""
+    cache: dict[str, CompiledKernel] = {}
+
+    def get(name: str) -> CompiledKernel:
+        if name not in cache:
+            kernel = KERNELS[name](GAUSSIAN.path)
+            cache[name] = CompiledKernel(name, kernel, compiled_loop(GAUSSIAN.path, kernel, "numba"))
+        return cache[name]
+
+    return get
