@@ -78,28 +78,30 @@ _MAX_STEP_SIZE = 1e3
 
 
 def _build_mutation_graph(
-    model: pm.Model, num_leapfrog_steps: int
+    model: pm.Model, num_leapfrog_steps: int, n_steps: int, draws: int
 ) -> tuple[list[Variable], list[Variable], int]:
     """Symbolic inputs and outputs of one SMC mutation stage (not compiled).
 
     Inputs ``(rng, position (N, d), momentum (N, d), beta, step_size, refresh,
-    inv_mass (d,), n_steps)``; outputs ``(rng, position, momentum, log_prior,
-    log_likelihood, mean acceptance per particle (N,), divergences per particle (N,))``.
-    Log densities and gradients at the starting positions are computed inside the graph,
-    so nothing but positions and momenta needs to travel between stages.
+    inv_mass (d,))``; outputs ``(rng, position, momentum, log_prior, log_likelihood, mean
+    acceptance per particle (N,), divergences per particle (N,))``. Log densities and
+    gradients at the starting positions are computed inside the graph, so nothing but
+    positions and momenta needs to travel between stages. The number of transitions and
+    the particles' shape are constants of the graph: every stage has the same, and JAX
+    compiles only loops of a static length over arrays of static shape.
     """
     path = model_path(model).path
     kernel = build_hmc_kernel(
         path, persistent_momentum=True, num_leapfrog_steps=num_leapfrog_steps
     )
     rng = random_generator_type("rng")
-    position = pt.matrix("position", dtype="float64")
-    momentum = pt.matrix("momentum", dtype="float64")
+    shape = (draws, path.num_dims)
+    position = pt.tensor("position", dtype="float64", shape=shape)
+    momentum = pt.tensor("momentum", dtype="float64", shape=shape)
     beta = pt.dscalar("beta")
     step_size = pt.dscalar("step_size")
     refresh = pt.dscalar("refresh")
-    inv_mass = pt.dvector("inv_mass")
-    n_steps = pt.lscalar("n_steps")
+    inv_mass = pt.tensor("inv_mass", dtype="float64", shape=(path.num_dims,))
 
     def step_params(eps_, gamma_, inv_mass_):
         return {"step_size": eps_, "inv_mass": inv_mass_,
@@ -127,7 +129,7 @@ def _build_mutation_graph(
     rng_out, *rest = outputs
     final = kernel.state_type(*(o[-1] for o in rest[:num_state]))
     acceptance, divergent = rest[num_state], rest[num_state + 1]
-    inputs = [rng, position, momentum, beta, step_size, refresh, inv_mass, n_steps]
+    inputs = [rng, position, momentum, beta, step_size, refresh, inv_mass]
     outs = [
         rng_out,
         final.position,
@@ -245,7 +247,7 @@ class HMCKernel(SMC_KERNEL):
         # The symbolic graph is built here (so model errors surface immediately) and
         # pickled to worker processes; it is compiled lazily in ``setup_kernel``.
         self._graph_inputs, self._graph_outputs, self.num_dims = _build_mutation_graph(
-            modelcontext(model), self.num_leapfrog_steps
+            modelcontext(model), self.num_leapfrog_steps, self.n_steps, self.draws
         )
         self._mutate_fn: CompiledFunction | None = None
         self._fn_rng: Any = None
@@ -336,7 +338,6 @@ class HMCKernel(SMC_KERNEL):
             np.float64(self.step_size),
             np.float64(self.refresh),
             np.asarray(self.inv_mass, dtype=np.float64),
-            np.int64(self.n_steps),
         )
         self._fn_rng = out[0]
         position, momentum, log_prior, log_lik, acceptance, divergent = (
