@@ -7,6 +7,7 @@ from pymc_anneal.partition import ais  # noqa: E402
 from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength  # noqa: E402
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence  # noqa: E402
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning  # noqa: E402
+from pymc_anneal.pymc.bdmc import bdmc  # noqa: E402
 from pymc_anneal.pymc.sampling import sample_ais  # noqa: E402
 from pymc_anneal.pymc.smc import HMCKernel  # noqa: E402
 
@@ -19,6 +20,7 @@ __all__ = [
     "__version__",
     "ais",
     "bayes_factor",
+    "bdmc",
     "compare",
     "energy",
     "evidence_strength",

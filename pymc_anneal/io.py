@@ -23,18 +23,19 @@ import xarray as xr
 from pymc_anneal.driver import AnnealingRun
 from pymc_anneal.estimators import estimate_log_z, systematic_resample
 
-__all__ = ["to_datatree"]
+__all__ = ["to_datatree", "versions"]
 
 
-def _versions() -> dict[str, str]:
+def versions() -> str:
+    """The versions of pymc_anneal and its stack, as JSON (a result attribute)."""
     import arviz_base
     import pymc
     import pytensor
 
     from pymc_anneal import __version__
 
-    return {"pymc_anneal": __version__, "pymc": pymc.__version__,
-            "pytensor": pytensor.__version__, "arviz_base": arviz_base.__version__}
+    return json.dumps({"pymc_anneal": __version__, "pymc": pymc.__version__,
+                       "pytensor": pytensor.__version__, "arviz_base": arviz_base.__version__})
 
 
 def _dataset(variables: dict[str, np.ndarray], dims: dict[str, list[str]], coords: dict) -> xr.Dataset:
@@ -93,7 +94,7 @@ def to_datatree(
         "method": "ais",
         **{k: v for k, v in result.settings.items() if k != "ess"},
         "timings": json.dumps({k: round(v, 4) for k, v in result.timings.items()}),
-        "versions": json.dumps(_versions()),
+        "versions": versions(),
         **(attrs or {}),
     }
     tree = xr.DataTree.from_dict({
