@@ -1,0 +1,186 @@
+r"""Reverse AIS (RAISE): conservative test log-likelihoods of energy models.
+
+AIS estimates :math:`\log Z` from below, so the test log-likelihood
+:math:`\log f(v) - \log \hat Z` it implies is an *over*-estimate, often without any sign of
+trouble. RAISE (Burda, Grosse & Salakhutdinov 2015, Algorithm 2) estimates each test
+point's probability under the *annealing model* — the distribution of the last state of
+the forward AIS chain — with a chain run backwards from the test point:
+
+.. math:: w = \frac{f_K(v)}{Z_0} \prod_{k=0}^{K-1} \frac{f_k(x_k)}{f_{k+1}(x_k)},
+          \qquad x_K = v,\quad x_k \sim \tilde T_{k+1}(\cdot \mid x_{k+1}),
+
+where :math:`\tilde T_{k+1}` is the reversal of the transition at :math:`\beta_{k+1}` (which
+leaves :math:`p_{k+1}` invariant). Derivation: the forward chain
+:math:`p_0(x_0)\prod_k T_k(x_k \mid x_{k-1})` has the annealing model as the marginal of
+:math:`x_K`; the reverse chain started at :math:`x_K = v` proposes :math:`x_{0:K-1}`, and
+with :math:`\tilde T_k(x' \mid x) = T_k(x \mid x')\,p_k(x')/p_k(x)` the ratio of the two
+joint densities telescopes to :math:`w`. So :math:`E[w] = p_{\rm ann}(v)`, and
+:math:`\log \overline{w}` is a stochastic *lower* bound on :math:`\log p_{\rm ann}(v)`, which
+tends to :math:`\log p(v)` as K grows. (The paper's Algorithm 2 writes the transition of
+step k as :math:`\tilde T_k`; it must be the reversal of the transition *into*
+:math:`x_{k+1}`, the one at :math:`\beta_{k+1}`, for the weight to telescope.)
+
+Here the hidden units are summed out (the state is the visible vector, as in the forward
+AIS of :func:`pymc_anneal.ais`), and a Gibbs sweep :math:`v \to h \to v'` is reversible with
+respect to :math:`p_k(v)`, so :math:`\tilde T_k = T_k`: the reverse chain is the driver's
+backward run (:func:`pymc_anneal.driver.run_annealing`) from :math:`x = v`, after one (or
+``num_mixing_steps``) sweep(s) at :math:`\beta = 1`. AIS and RAISE then estimate the same
+annealing model, and their gap bounds the error of both.
+
+RAISE is conservative for :math:`p_{\rm ann}`, which tends to :math:`p` as K grows; at small
+K the annealing model is closer to the base and can give *more* mass than the model to
+points the model finds unlikely. Measured on a 12x8 RBM: for test points drawn from the
+model RAISE at K = 10 sat 0.05 nat below the exact average, for random binary vectors
+0.4 nat *above* it. Use test data like the training data, and look at the gap as K grows.
+
+References
+----------
+Burda, Y., Grosse, R. B. & Salakhutdinov, R. (2015). Accurate and conservative estimates
+of MRF log-likelihood using reverse annealing. *AISTATS*.
+Neal, R. M. (2001). Annealed importance sampling. *Statistics and Computing* 11.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.estimators import estimate_log_z
+from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.io import versions
+from pymc_anneal.schedules import make_schedule
+from pymc_anneal.validation import check_backend, check_count, check_random_seed
+
+__all__ = ["reverse_ais"]
+
+
+def reverse_ais(
+    model,
+    data,
+    *,
+    num_steps: int = 1000,
+    draws: int = 100,
+    schedule="linear",
+    base: str | None = None,
+    base_data=None,
+    moments=None,
+    num_mixing_steps: int = 1,
+    random_seed=None,
+    progressbar: bool = True,
+    backend: str = "numba",
+) -> xr.DataTree:
+    r"""Conservative (RAISE) estimates of the test log-likelihoods :math:`\log p(v)`.
+
+    For every row of ``data``, ``draws`` reverse chains run from the test point down the
+    schedule, all points in one compiled loop; each point's estimate is a stochastic lower
+    bound on its log-probability under the annealing model (see the module docstring).
+    Pair it with the AIS estimate ``model.log_likelihood(data, log_z)`` on the same
+    schedule: AIS over-estimates test log-likelihoods, RAISE under-estimates them.
+
+    Parameters
+    ----------
+    model : EnergyModel
+        A model whose annealing path has Gibbs conditionals: a
+        :class:`~pymc_anneal.energy.BernoulliRBM` or :class:`~pymc_anneal.energy.GaussianRBM`.
+    data : array (N, num_dims)
+        The test points (binary for a BernoulliRBM).
+    num_steps : int, default 1000
+        Number of temperatures K (``None`` when ``schedule`` is an array).
+    draws : int, default 100
+        Reverse chains per test point.
+    schedule : str or array, default "linear"
+        As in :func:`pymc_anneal.ais`.
+    base, base_data, moments
+        The annealing path's base, as ``base``, ``data`` and ``moments`` of
+        :func:`pymc_anneal.ais` (``base_data``: the training data for a base-rate base).
+    num_mixing_steps : int, default 1
+        Sweeps at :math:`\beta = 1` from the test point before the chain anneals down (the
+        reversal of the annealing model's last transition; more make a valid, longer one).
+    random_seed, progressbar, backend
+        As in :func:`pymc_anneal.ais`.
+
+    Returns
+    -------
+    xarray.DataTree
+        ``sample_stats``: per test point (dimension ``point``) ``log_likelihood`` and its
+        standard error ``log_likelihood_se``, and the test-set average
+        ``mean_log_likelihood`` with ``mean_log_likelihood_se`` (the estimates' error, not
+        the spread of the test set); ``particles``: the reverse ``log_weight`` per point and
+        draw.
+
+    References
+    ----------
+    Burda, Y., Grosse, R. B. & Salakhutdinov, R. (2015). Accurate and conservative
+    estimates of MRF log-likelihood using reverse annealing. *AISTATS*.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc_anneal as pa
+    >>> from pymc_anneal.energy import BernoulliRBM
+    >>> rng = np.random.default_rng(0)
+    >>> rbm = BernoulliRBM(rng.normal(0, 1, (6, 4)), np.zeros(6), np.zeros(4))
+    >>> test = (rng.random((5, 6)) < 0.5).astype(float)
+    >>> result = pa.reverse_ais(rbm, test, num_steps=200, draws=50, random_seed=1,
+    ...                         progressbar=False)
+    >>> exact = rbm.log_likelihood(test, rbm.exact_log_z()).mean()
+    >>> raise_ = result["sample_stats"]["mean_log_likelihood"].item()
+    >>> bool(raise_ < exact + 3 * result["sample_stats"]["mean_log_likelihood_se"].item())
+    True
+    """
+    from pymc_anneal.energy import EnergyModel
+
+    if not isinstance(model, EnergyModel):
+        raise AnnealingError(f"reverse_ais needs an energy model from pymc_anneal.energy "
+                             f"(a BernoulliRBM or GaussianRBM), got {type(model).__name__}.")
+    if num_steps is not None:
+        num_steps = check_count("num_steps", num_steps, 1)
+    betas = make_schedule(schedule, num_steps)
+    draws = check_count("draws", draws, 2)
+    num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 1)
+    backend = check_backend(backend)
+    test = model.check_data(data)
+    if test.shape[0] < 1:
+        raise AnnealingError("data must have at least one row (test point), got shape "
+                             f"{test.shape}.")
+    rng, seed_attr = check_random_seed(random_seed)
+    path_rng, rng = rng.spawn(2)
+    path, kernel = model.annealing_path(base=base, data=base_data, moments=moments, rng=path_rng)
+    if "gibbs_sweep" not in path.capabilities:
+        raise AnnealingError(
+            f"RAISE needs a model whose hidden units can be summed out and resampled from "
+            f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
+            f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
+    points = test.shape[0]
+    mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
+    run = run_annealing(path, kernel=kernel, betas=mixed, draws=draws, chains=points, rng=rng,
+                        backend=backend, tuning=TuningOptions(), direction="backward",
+                        initial_positions=np.repeat(test, draws, axis=0).astype(path.dtype),
+                        progressbar=progressbar, label=f"{model.name} (RAISE)")
+    log_f = model.log_unnormalized_numpy(test)
+    log_w = run.log_weights + (log_f - path.log_base_normalizer)[:, None]  # (points, draws)
+    estimates = [estimate_log_z(row) for row in log_w]
+    log_lik = np.array([e.log_z for e in estimates])
+    log_lik_se = np.array([e.standard_error for e in estimates])
+    if not np.all(np.isfinite(log_lik)):
+        raise AnnealingError("some test points got zero weight on every reverse chain "
+                             f"(points {np.flatnonzero(~np.isfinite(log_lik))[:5].tolist()}); "
+                             "check that they lie in the model's support.")
+    coords = {"point": np.arange(points), "draw": np.arange(draws)}
+    stats = xr.Dataset({
+        "log_likelihood": ("point", log_lik), "log_likelihood_se": ("point", log_lik_se),
+        "mean_log_likelihood": ((), log_lik.mean()),
+        "mean_log_likelihood_se": ((), np.sqrt(np.sum(log_lik_se**2)) / points),
+        "ess": ("point", np.array([e.ess for e in estimates])),
+    }, coords={"point": coords["point"]})
+    particles = xr.Dataset({"log_weight": (("point", "draw"), log_w)}, coords=coords)
+    tree = xr.DataTree.from_dict({"sample_stats": stats, "particles": particles})
+    attrs = {"inference_library": "pymc_anneal", "method": "raise",
+             "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
+             "backend": backend, "num_steps": int(betas.size - 1),
+             "num_mixing_steps": num_mixing_steps,
+             "schedule": schedule if isinstance(schedule, str) else "custom",
+             "random_seed": seed_attr, "model": model.name, "versions": versions(),
+             **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
+    tree.attrs.update({k: v for k, v in attrs.items() if v is not None})
+    return tree
