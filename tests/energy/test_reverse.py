@@ -112,3 +112,19 @@ def test_docstring_example_runs():
 
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 7 and result.failed == 0, result
+
+
+def test_gaussian_rbm_raise_converges_to_the_exact_value():
+    """A Gaussian RBM (exact log Z by summing out the hidden units), ais_cov base."""
+    from tests.energy.models import tiny_grbm
+
+    grbm = tiny_grbm(n_visible=3, n_hidden=4, seed=2)
+    rng = np.random.default_rng(5)
+    test = grbm.sample(20, rng, num_steps=1, burn_in=500)
+    exact = grbm.log_likelihood(test, grbm.exact_log_z()).mean()
+    stats = pa.reverse_ais(grbm, test, num_steps=1000, draws=50, moments=None,
+                           base_data=grbm.sample(500, rng, num_steps=1, burn_in=500),
+                           random_seed=6, progressbar=False)["sample_stats"]
+    estimate, se = stats["mean_log_likelihood"].item(), stats["mean_log_likelihood_se"].item()
+    assert estimate <= exact + 3 * se, (estimate, exact, se)
+    assert abs(estimate - exact) < 0.1, (estimate, exact, se)
