@@ -10,7 +10,7 @@ from pymc_anneal.exceptions import AnnealingError, AnnealingWarning  # noqa: E40
 from pymc_anneal.pymc.bdmc import bdmc  # noqa: E402
 from pymc_anneal.pymc.sampling import sample_ais  # noqa: E402
 from pymc_anneal.pymc.smc import HMCKernel  # noqa: E402
-from pymc_anneal.reverse import reverse_ais  # noqa: E402
+from pymc_anneal.reverse import reverse_ais, sandwich  # noqa: E402
 
 __all__ = [
     "AnnealingError",
@@ -30,4 +30,5 @@ __all__ = [
     "plots",
     "reverse_ais",
     "sample_ais",
+    "sandwich",
 ]

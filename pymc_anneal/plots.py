@@ -18,6 +18,8 @@ What to look for (see the user guide's "Reading the diagnostics"):
   chains that separate show where they lose each other.
 - :func:`plot_convergence`: log Z against the number of temperatures over several runs; the
   estimate creeps up (AIS is biased low) until it levels off.
+- :func:`plot_sandwich`: AIS and RAISE test log-likelihoods against the number of
+  temperatures (:func:`pymc_anneal.sandwich`).
 - :func:`plot_compare`: log evidence of several models with intervals.
 
 References
@@ -50,6 +52,7 @@ __all__ = [
     "plot_convergence",
     "plot_log_weights",
     "plot_running_log_z",
+    "plot_sandwich",
 ]
 
 MAX_CHAINS_SHOWN = 8
@@ -451,4 +454,62 @@ def plot_compare(comparison: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     ax.set_title("Model comparison by evidence")
     if warn.any():
         ax.legend(fontsize="small")
+    return ax
+
+
+def plot_sandwich(
+    result: xr.DataTree,
+    *,
+    reference: float | None = None,
+    prob: float = 0.95,
+    ax: Axes | None = None,
+) -> Axes:
+    r"""AIS and RAISE estimates of the average test log-likelihood against the number of
+    temperatures (Burda, Grosse & Salakhutdinov 2015, Figure 4).
+
+    AIS errs high and RAISE low; the band between them narrows as the temperatures
+    multiply, and where they meet both are right.
+
+    Parameters
+    ----------
+    result : xarray.DataTree
+        Result of :func:`pymc_anneal.sandwich`.
+    reference : float, optional
+        A known value (an exact average test log-likelihood), drawn as a horizontal line.
+    prob : float, default 0.95
+        Probability mass of the error bars.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure by default.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    References
+    ----------
+    Burda, Y., Grosse, R. B. & Salakhutdinov, R. (2015). Accurate and conservative
+    estimates of MRF log-likelihood using reverse annealing. *AISTATS*.
+    """
+    if not isinstance(result, xr.DataTree) or "sample_stats" not in result.children or any(
+            v not in result["sample_stats"].data_vars for v in ("ais", "raise")):
+        raise AnnealingError(
+            "plot_sandwich needs the DataTree returned by pymc_anneal.sandwich (with "
+            f"sample_stats.ais and sample_stats.raise), got {type(result).__name__}.")
+    prob = check_probability("prob", prob, high_open=True, what="strictly between 0 and 1")
+    ds = result["sample_stats"].dataset
+    z = NormalDist().inv_cdf(0.5 + prob / 2)
+    k = ds["num_steps"].values
+    ax = _axes(ax)
+    for name, label, marker in (("ais", "AIS (errs high)", "v"), ("raise", "RAISE (errs low)", "^")):
+        ax.errorbar(k, ds[name].values, yerr=z * ds[f"{name}_se"].values, fmt=f"{marker}-",
+                    capsize=3, label=f"{label}, {prob:.0%} interval")
+    ax.fill_between(k, ds["raise"].values, ds["ais"].values, color="0.85", zorder=0)
+    if reference is not None:
+        ax.axhline(float(reference), color="0.2", linestyle="--", linewidth=1.0,
+                   label=f"reference {float(reference):.3f}")
+    ax.set_xscale("log")
+    ax.set_xlabel("number of temperatures (num_steps)")
+    ax.set_ylabel("average test log-likelihood")
+    ax.set_title("AIS and RAISE")
+    ax.legend(fontsize="small")
     return ax

@@ -128,3 +128,39 @@ def test_gaussian_rbm_raise_converges_to_the_exact_value():
     estimate, se = stats["mean_log_likelihood"].item(), stats["mean_log_likelihood_se"].item()
     assert estimate <= exact + 3 * se, (estimate, exact, se)
     assert abs(estimate - exact) < 0.1, (estimate, exact, se)
+
+
+def test_sandwich_brackets_the_exact_value_and_plots(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rbm = _rbm(3, 12, 8, 1.5)
+    rng = np.random.default_rng(4)
+    test = rbm.sample(30, rng, num_steps=1, burn_in=1000)
+    exact = rbm.log_likelihood(test, rbm.exact_log_z()).mean()
+    result = pa.sandwich(rbm, test, num_steps=[10, 1000], draws=100, random_seed=9,
+                         progressbar=False)
+    stats = result["sample_stats"]
+    for i in range(2):
+        assert stats["raise"].values[i] <= exact + 3 * stats["raise_se"].values[i]
+        assert stats["ais"].values[i] >= exact - 3 * stats["ais_se"].values[i]
+    np.testing.assert_allclose(stats["gap"].values, stats["ais"].values - stats["raise"].values)
+    assert result.attrs["verdict"].startswith("AIS and RAISE agree: at K=1000")
+    ax = pa.plots.plot_sandwich(result, reference=exact)
+    ax.figure.savefig(tmp_path / "sandwich.png")
+    assert len(ax.get_lines()) >= 3 and ax.get_xscale() == "log"
+    plt.close("all")
+    with pytest.raises(pa.AnnealingError, match="plot_sandwich needs the DataTree"):
+        pa.plots.plot_sandwich(pa.reverse_ais(rbm, test[:2], num_steps=5, draws=5,
+                                              progressbar=False))
+
+
+def test_verdict_words():
+    from pymc_anneal.reverse import _verdict
+
+    assert _verdict(100, -5.0, 0.01, -5.3, 0.01).startswith("AIS and RAISE disagree")
+    assert _verdict(100, -5.0, 0.01, -5.02, 0.01).startswith("AIS and RAISE agree")
+    assert _verdict(100, -5.0, 0.01, -4.7, 0.01).startswith("RAISE is above AIS")
+    assert _verdict(100, -5.0, 0.1, -5.0, 0.1).startswith("Too noisy to judge")
