@@ -50,7 +50,7 @@ from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import versions
 from pymc_anneal.schedules import make_schedule
-from pymc_anneal.validation import check_backend, check_count, check_random_seed
+from pymc_anneal.validation import check_backend, check_choice, check_count, check_random_seed
 
 __all__ = ["AGREEMENT", "reverse_ais", "sandwich"]
 
@@ -74,6 +74,8 @@ def reverse_ais(
     base_data=None,
     moments=None,
     num_mixing_steps: int = 1,
+    subsample: int | None = None,
+    control_variate: str = "unit",
     random_seed=None,
     progressbar: bool = True,
     backend: str = "numba",
@@ -105,6 +107,16 @@ def reverse_ais(
     num_mixing_steps : int, default 1
         Sweeps at :math:`\beta = 1` from the test point before the chain anneals down (the
         reversal of the annealing model's last transition; more make a valid, longer one).
+    subsample : int, optional
+        Run RAISE on a random subsample of this many test points only, and estimate the
+        average over all of ``data`` with :math:`\log f(v)` as a control variate (Burda et
+        al. 2015, §4): :math:`\overline{\log f}_{\rm all} + \overline{(\log \hat p -
+        \alpha \log f)}_{\rm sub}` (with :math:`\alpha \overline{\log f}_{\rm all}`). Since
+        :math:`\log p(v) - \log f(v) = -\log Z` is the same for every point, the subsample's
+        spread nearly vanishes: a few points give the whole test set's average.
+    control_variate : {"unit", "fitted"}, default "unit"
+        :math:`\alpha = 1`, or the least-squares slope of :math:`\log \hat p` on
+        :math:`\log f` over the subsample.
     random_seed, progressbar, backend
         As in :func:`pymc_anneal.ais`.
 
@@ -115,7 +127,11 @@ def reverse_ais(
         standard error ``log_likelihood_se``, and the test-set average
         ``mean_log_likelihood`` with ``mean_log_likelihood_se`` (the estimates' error, not
         the spread of the test set); ``particles``: the reverse ``log_weight`` per point and
-        draw.
+        draw. With ``subsample``, ``point`` indexes the subsample (``data_index`` gives
+        the rows of ``data``), the mean is the control-variate estimate over all rows, its
+        standard error includes the subsampling error, and ``variance_reduction`` is the
+        subsample variance of :math:`\log \hat p` over that of the control-variate
+        residual.
 
     References
     ----------
@@ -147,8 +163,19 @@ def reverse_ais(
     if test.shape[0] < 1:
         raise AnnealingError("data must have at least one row (test point), got shape "
                              f"{test.shape}.")
+    control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
     rng, seed_attr = check_random_seed(random_seed)
     path_rng, rng = rng.spawn(2)
+    all_log_f = model.log_unnormalized_numpy(test)
+    index = np.arange(test.shape[0])
+    if subsample is not None:
+        subsample = check_count("subsample", subsample, 2)
+        if subsample > test.shape[0]:
+            raise AnnealingError(f"subsample must be at most the number of test points, "
+                                 f"{test.shape[0]}, got {subsample}.")
+        sub_rng, rng = rng.spawn(2)
+        index = np.sort(sub_rng.choice(test.shape[0], size=subsample, replace=False))
+        test = test[index]
     path, kernel = model.annealing_path(base=base, data=base_data, moments=moments, rng=path_rng)
     if "gibbs_sweep" not in path.capabilities:
         raise AnnealingError(
@@ -161,7 +188,7 @@ def reverse_ais(
                         backend=backend, tuning=TuningOptions(), direction="backward",
                         initial_positions=np.repeat(test, draws, axis=0).astype(path.dtype),
                         progressbar=progressbar, label=f"{model.name} (RAISE)")
-    log_f = model.log_unnormalized_numpy(test)
+    log_f = all_log_f[index]
     log_w = run.log_weights + (log_f - path.log_base_normalizer)[:, None]  # (points, draws)
     estimates = [estimate_log_z(row) for row in log_w]
     log_lik = np.array([e.log_z for e in estimates])
@@ -171,23 +198,44 @@ def reverse_ais(
                              f"(points {np.flatnonzero(~np.isfinite(log_lik))[:5].tolist()}); "
                              "check that they lie in the model's support.")
     coords = {"point": np.arange(points), "draw": np.arange(draws)}
+    mean, mean_se, extra = log_lik.mean(), np.sqrt(np.sum(log_lik_se**2)) / points, {}
+    if subsample is not None:
+        mean, mean_se, extra = _control_variate(log_lik, log_lik_se, log_f, all_log_f,
+                                                control_variate)
+        extra["data_index"] = ("point", index)
     stats = xr.Dataset({
         "log_likelihood": ("point", log_lik), "log_likelihood_se": ("point", log_lik_se),
-        "mean_log_likelihood": ((), log_lik.mean()),
-        "mean_log_likelihood_se": ((), np.sqrt(np.sum(log_lik_se**2)) / points),
-        "ess": ("point", np.array([e.ess for e in estimates])),
+        "mean_log_likelihood": ((), mean), "mean_log_likelihood_se": ((), mean_se),
+        "ess": ("point", np.array([e.ess for e in estimates])), **extra,
     }, coords={"point": coords["point"]})
     particles = xr.Dataset({"log_weight": (("point", "draw"), log_w)}, coords=coords)
     tree = xr.DataTree.from_dict({"sample_stats": stats, "particles": particles})
     attrs = {"inference_library": "pymc_anneal", "method": "raise",
              "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
              "backend": backend, "num_steps": int(betas.size - 1),
-             "num_mixing_steps": num_mixing_steps,
+             "num_mixing_steps": num_mixing_steps, "num_test_points": int(all_log_f.size),
+             "control_variate": control_variate if subsample is not None else None,
              "schedule": schedule if isinstance(schedule, str) else "custom",
              "random_seed": seed_attr, "model": model.name, "versions": versions(),
              **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
     tree.attrs.update({k: v for k, v in attrs.items() if v is not None})
     return tree
+
+
+def _control_variate(log_lik, log_lik_se, log_f, all_log_f, kind):
+    """The control-variate estimate of the full test set's average from a subsample, its
+    standard error (subsampling, with the finite-population correction, plus RAISE's own
+    error) and the variance reduction against the plain subsample mean."""
+    n, total = log_lik.size, all_log_f.size
+    alpha = 1.0
+    if kind == "fitted" and np.var(log_f) > 0:
+        alpha = float(np.cov(log_lik, log_f)[0, 1] / np.var(log_f, ddof=1))
+    residual = log_lik - alpha * log_f
+    mean = alpha * all_log_f.mean() + residual.mean()
+    spread = residual.var(ddof=1)
+    se = np.sqrt((1.0 - n / total) * spread / n + np.sum(log_lik_se**2) / n**2)
+    reduction = log_lik.var(ddof=1) / spread if spread > 0 else np.inf
+    return mean, se, {"variance_reduction": ((), reduction), "control_variate_alpha": ((), alpha)}
 
 
 AGREEMENT = 0.1
