@@ -42,12 +42,14 @@ Neal, R. M. (2001). Annealed importance sampling. *Statistics and Computing* 11.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import xarray as xr
 
 from pymc_anneal.driver import TuningOptions, run_annealing
 from pymc_anneal.estimators import estimate_log_z
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import versions
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import check_backend, check_choice, check_count, check_random_seed
@@ -285,8 +287,10 @@ def sandwich(
     xarray.DataTree
         ``sample_stats`` over ``num_steps``: ``ais`` and ``ais_se`` (the AIS estimate of
         the average test log-likelihood), ``raise`` and ``raise_se``, and ``gap``
-        (``ais - raise``); the attribute ``verdict`` says in words what the gap at the
-        largest K means. :func:`pymc_anneal.plots.plot_sandwich` draws it.
+        (``ais - raise``), and ``ais_warning`` (whether AIS raised an
+        :class:`~pymc_anneal.AnnealingWarning` at that K: expected at small K, where the
+        gap shows the same thing; the warnings are recorded here rather than raised); the
+        attribute ``verdict`` says in words what the gap at the largest K means. :func:`pymc_anneal.plots.plot_sandwich` draws it.
 
     References
     ----------
@@ -312,17 +316,24 @@ def sandwich(
                              base=base, base_data=base_data, moments=moments,
                              random_seed=raise_rng, progressbar=progressbar,
                              backend=backend)["sample_stats"]
-        forward = log_evidence(ais(model, num_steps=k, draws=ais_draws, chains=ais_chains,
-                                   schedule=schedule, base=base, data=base_data,
-                                   moments=moments, random_seed=ais_rng,
-                                   progressbar=progressbar, backend=backend))
+        with warnings.catch_warnings(record=True) as caught:  # small K: expected, recorded
+            warnings.simplefilter("always", AnnealingWarning)
+            forward = log_evidence(ais(model, num_steps=k, draws=ais_draws, chains=ais_chains,
+                                       schedule=schedule, base=base, data=base_data,
+                                       moments=moments, random_seed=ais_rng,
+                                       progressbar=progressbar, backend=backend))
+        for w in caught:
+            if not issubclass(w.category, AnnealingWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         rows.append((log_f - forward.log_evidence, forward.standard_error,
                      raised["mean_log_likelihood"].item(),
-                     raised["mean_log_likelihood_se"].item()))
-    ais_ll, ais_se, raise_ll, raise_se = (np.array(c) for c in zip(*rows))
+                     raised["mean_log_likelihood_se"].item(),
+                     any(issubclass(w.category, AnnealingWarning) for w in caught)))
+    ais_ll, ais_se, raise_ll, raise_se, warned = (np.array(c) for c in zip(*rows))
     stats = xr.Dataset({"ais": ("num_steps", ais_ll), "ais_se": ("num_steps", ais_se),
                         "raise": ("num_steps", raise_ll), "raise_se": ("num_steps", raise_se),
-                        "gap": ("num_steps", ais_ll - raise_ll)},
+                        "gap": ("num_steps", ais_ll - raise_ll),
+                        "ais_warning": ("num_steps", warned)},
                        coords={"num_steps": np.array(steps)})
     tree = xr.DataTree.from_dict({"sample_stats": stats})
     tree.attrs.update({k: v for k, v in {

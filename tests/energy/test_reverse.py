@@ -32,25 +32,34 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _one_sweep_annealing_model(rbm, test):
-    """p_ann(v) = sum_x0 2^-n T_1(v | x0) for K = 1 from the uniform base (exact)."""
+def _one_sweep_annealing_model(rbm, test, base_bias=None):
+    """p_ann(v) = sum_x0 p_0(x0) T_1(v | x0) for K = 1 (exact); p_0 has independent pixels
+    with log-odds ``base_bias`` (uniform if None)."""
     n, m = rbm.n_visible, rbm.n_hidden
+    base_bias = np.zeros(n) if base_bias is None else base_bias
     states_v = np.array(list(itertools.product([0.0, 1.0], repeat=n)))
     states_h = np.array(list(itertools.product([0.0, 1.0], repeat=m)))
     p_h = _sigmoid(states_v @ rbm.W + rbm.hidden_bias)  # (2^n, m): p(h_j = 1 | x0)
     prob_h = np.prod(np.where(states_h[None], p_h[:, None], 1 - p_h[:, None]), axis=2)
     p_v = _sigmoid(states_h @ rbm.W.T + rbm.visible_bias)  # (2^m, n): p(v_i = 1 | h)
     prob_v = np.prod(np.where(test[None], p_v[:, None], 1 - p_v[:, None]), axis=2)  # (2^m, T)
-    return (prob_h.mean(axis=0) @ prob_v)  # average over the uniform x0
+    q = _sigmoid(base_bias)
+    p0 = np.prod(np.where(states_v == 1, q, 1 - q), axis=1)  # (2^n,)
+    return (p0 @ prob_h) @ prob_v
 
 
-def test_reverse_weight_is_unbiased_for_the_annealing_model():
+@pytest.mark.parametrize("base", ["uniform", "data"])
+def test_reverse_weight_is_unbiased_for_the_annealing_model(base):
     rbm = _rbm(0, 6, 4, 1.0)
-    test = (np.random.default_rng(1).random((4, 6)) < 0.5).astype(float)
-    result = pa.reverse_ais(rbm, test, num_steps=1, draws=20000, random_seed=2,
-                            progressbar=False)
+    rng = np.random.default_rng(1)
+    test = (rng.random((4, 6)) < 0.5).astype(float)
+    train = (rng.random((50, 6)) < np.linspace(0.1, 0.9, 6)).astype(float)
+    result = pa.reverse_ais(rbm, test, num_steps=1, draws=20000, random_seed=2, base=base,
+                            base_data=train, progressbar=False)
     w = np.exp(result["particles"]["log_weight"].values)  # (points, draws)
-    exact = _one_sweep_annealing_model(rbm, test)
+    rate = (train.sum(axis=0) + 1.0) / (train.shape[0] + 2.0)
+    exact = _one_sweep_annealing_model(
+        rbm, test, None if base == "uniform" else np.log(rate) - np.log1p(-rate))
     se = w.std(axis=1, ddof=1) / np.sqrt(w.shape[1])
     assert np.all(np.abs(w.mean(axis=1) - exact) < 3 * se), (w.mean(axis=1), exact, se)
     # K = 1 is far from the RBM itself: the check is not the trivial one
