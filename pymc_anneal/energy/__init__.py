@@ -10,6 +10,7 @@ from pymc_anneal.energy.base import EnergyModel, FunctionEnergy
 from pymc_anneal.energy.data import ImagePatches, binarized_digits, image_patches
 from pymc_anneal.energy.enumerate import DEFAULT_MAX_STATES
 from pymc_anneal.energy.grbm import GaussianRBM
+from pymc_anneal.energy.poe import LaplacePOE, StudentTPOE
 from pymc_anneal.energy.rbm import BernoulliRBM
 from pymc_anneal.energy.training import train_grbm, train_rbm
 
@@ -20,6 +21,8 @@ __all__ = [
     "FunctionEnergy",
     "GaussianRBM",
     "ImagePatches",
+    "LaplacePOE",
+    "StudentTPOE",
     "binarized_digits",
     "image_patches",
     "train_grbm",

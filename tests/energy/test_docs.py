@@ -6,10 +6,10 @@ import doctest
 
 import pytest
 
-from pymc_anneal.energy import base, grbm, rbm
+from pymc_anneal.energy import base, grbm, poe, rbm
 
 
-@pytest.mark.parametrize("module", [base, rbm, grbm], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [base, rbm, grbm, poe], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0, result
