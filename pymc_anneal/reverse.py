@@ -52,7 +52,13 @@ from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import versions
 from pymc_anneal.schedules import make_schedule
-from pymc_anneal.validation import check_backend, check_choice, check_count, check_random_seed
+from pymc_anneal.validation import (
+    check_backend,
+    check_choice,
+    check_count,
+    check_counts,
+    check_random_seed,
+)
 
 __all__ = ["AGREEMENT", "reverse_ais", "sandwich"]
 
@@ -300,11 +306,7 @@ def sandwich(
     from pymc_anneal.evidence import log_evidence
     from pymc_anneal.partition import ais
 
-    steps = [num_steps] if np.ndim(num_steps) == 0 else list(num_steps)
-    if not steps:
-        raise AnnealingError("num_steps must be an integer >= 1 or a non-empty list of them, "
-                             "got an empty sequence.")
-    steps = [check_count("num_steps", k, 1) for k in steps]
+    steps = check_counts("num_steps", num_steps, 1)
     _check_energy_model("sandwich", model)
     rng, seed_attr = check_random_seed(random_seed)
     test = model.check_data(data)

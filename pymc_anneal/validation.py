@@ -21,6 +21,7 @@ __all__ = [
     "check_backend",
     "check_choice",
     "check_count",
+    "check_counts",
     "check_finite_array",
     "check_one_of",
     "check_positive_float",
@@ -384,3 +385,23 @@ def check_tuning(*, step_size=None, momentum_refresh=None, mass_matrix="adapt",
         target_acceptance=target_acceptance,
         adapt_schedule=isinstance(schedule, str) and schedule == "adaptive",
     )
+
+
+def check_counts(name: str, value, minimum: int) -> list[int]:
+    """``value`` (an integer or a non-empty sequence of them, each >= ``minimum``) as a list.
+
+    Parameters
+    ----------
+    name : str
+    value : int or sequence of int
+    minimum : int
+
+    Returns
+    -------
+    list of int
+    """
+    values = [value] if np.ndim(value) == 0 else list(value)
+    if not values:
+        raise AnnealingError(f"{name} must be an integer >= {minimum} or a non-empty list of "
+                             "them, got an empty sequence.")
+    return [check_count(name, v, minimum) for v in values]

@@ -165,3 +165,16 @@ def test_check_random_seed():
         check_random_seed(-1)
     with pytest.raises(AnnealingError, match=r"random_seed must be None.*got 'seed'"):
         check_random_seed("seed")
+
+
+def test_check_counts_accepts_one_or_many_and_names_the_bad_one():
+    from pymc_anneal.validation import check_counts
+
+    assert check_counts("num_steps", 5, 1) == [5]
+    assert check_counts("num_steps", (1, np.int64(10)), 1) == [1, 10]
+    with pytest.raises(AnnealingError, match=r"num_steps must be an integer >= 1, got 0"):
+        check_counts("num_steps", [3, 0], 1)
+    with pytest.raises(AnnealingError, match=r"num_steps must be an integer >= 1 or a non-empty"):
+        check_counts("num_steps", [], 1)
+    with pytest.raises(AnnealingError, match=r"num_steps must be an integer >= 1, got 2.5"):
+        check_counts("num_steps", [2.5], 1)

@@ -48,6 +48,7 @@ from pymc_anneal.validation import (
     check_backend,
     check_choice,
     check_count,
+    check_counts,
     check_random_seed,
     check_tuning,
 )
@@ -163,11 +164,7 @@ def bdmc(
     ([2, 200], ['gap', 'lower', 'lower_se', 'upper', 'upper_se'])
     """
     model = pm.modelcontext(model)
-    steps = [num_steps] if np.ndim(num_steps) == 0 else list(num_steps)
-    if not steps:
-        raise AnnealingError("num_steps must be an integer >= 1 or a non-empty list of them, "
-                             "got an empty sequence.")
-    steps = [check_count("num_steps", k, 1) for k in steps]
+    steps = check_counts("num_steps", num_steps, 1)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 0)
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
