@@ -46,7 +46,7 @@ import pymc_anneal as pa
 import pymc_anneal.kernels
 from pymc_anneal.driver.scan import pad_steps
 from pymc_anneal.kernels import KERNELS
-from tests.conftest import CONTINUOUS_KERNELS
+from tests.conftest import CONTINUOUS_KERNELS, CompiledKernel
 from tests.gaussian_paths import DEFAULT as GAUSSIAN
 
 ALPHA = 1e-3
