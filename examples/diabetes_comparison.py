@@ -66,7 +66,7 @@ def main(fast: bool = False, plot: str | None = None) -> pd.DataFrame:
     # The 13-parameter model needs more than the default 2000 temperatures: at 2000 its
     # weight ESS falls below 5% of 4000 particles and sample_ais warns. Fast mode uses
     # fewer particles, for which 2000 temperatures keep the ESS above that line.
-    settings = dict(draws=200, chains=2, num_steps=2000) if fast else dict(num_steps=5000)
+    settings = dict(draws=300, chains=2, num_steps=3000) if fast else dict(num_steps=5000)
     results = {}
     for name, predictors in PREDICTOR_SETS.items():
         with build_model(x, y, predictors):

@@ -48,9 +48,14 @@ import pandas as pd
 import xarray as xr
 from scipy.special import softmax
 
+from pymc_anneal.diagnostics import (
+    CHAIN_DISAGREEMENT,
+    HEAVY_TAIL_K,
+    LOW_ESS_FRACTION,
+    MIN_EFFECTIVE_PARTICLES,
+)
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.diagnostics import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
 from pymc_anneal.validation import check_count, check_probability
 
 __all__ = ["BayesFactor", "bayes_factor", "compare", "evidence_strength"]
@@ -167,8 +172,10 @@ def _standard_error(est: EvidenceEstimate) -> float:
 def _warnings(est: EvidenceEstimate) -> list[str]:
     """Why an estimate is unreliable, by the thresholds that ``sample_ais`` warns at."""
     reasons = []
-    if est.ess < LOW_ESS_FRACTION * est.num_particles:
+    if est.ess < max(LOW_ESS_FRACTION * est.num_particles, MIN_EFFECTIVE_PARTICLES):
         reasons.append(f"low ESS ({est.ess:.1f} of {est.num_particles} particles)")
+    if est.pareto_k > HEAVY_TAIL_K:
+        reasons.append(f"heavy-tailed weights (Pareto k-hat {est.pareto_k:.2f} > {HEAVY_TAIL_K:g})")
     if est.chain_sd > CHAIN_DISAGREEMENT * est.standard_error:
         reasons.append(f"chains disagree (spread {est.chain_sd:.3g} > "
                        f"{CHAIN_DISAGREEMENT:g} x se {est.standard_error:.3g})")
@@ -307,9 +314,11 @@ def compare(
         - ``strength``: Kass & Raftery's words for the evidence in favour of the best model
           against this one ("best model" on its own row).
         - ``warning``, ``warning_reason``: True, and why, when the estimate is unreliable:
-          a weight ESS below ``LOW_ESS_FRACTION`` of the particles or chains that disagree
-          beyond ``CHAIN_DISAGREEMENT`` standard errors (the thresholds at which
-          :func:`pymc_anneal.sample_ais` warns). Such an estimate is likely biased low and
+          a weight ESS below ``LOW_ESS_FRACTION`` of the particles (or below
+          ``MIN_EFFECTIVE_PARTICLES``), weights with a heavy tail (Pareto k-hat above
+          ``HEAVY_TAIL_K``) or chains that disagree beyond ``CHAIN_DISAGREEMENT`` standard
+          errors (the thresholds at which :func:`pymc_anneal.sample_ais` warns, see
+          :mod:`pymc_anneal.diagnostics`). Such an estimate is likely biased low and
           its error bars too narrow: rerun it with a larger ``num_steps``.
 
         ``DataFrame.attrs`` records ``prob`` and the rule used for ``se``.

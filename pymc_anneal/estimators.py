@@ -7,6 +7,9 @@ For N importance weights :math:`w_i` (given as :math:`\log w_i`):
 - weight ESS :math:`= (\sum w)^2 / \sum w^2`.
 - delta-method standard error of :math:`\log \hat Z`:
   :math:`\sqrt{\widehat{\mathrm{Var}}(w) / (N \bar w^2)}`, with the unbiased sample variance.
+- Pareto :math:`\hat k` of the weights' right tail (Vehtari et al., 2024, PSIS): the tail
+  index of the fitted generalized Pareto distribution. Above 1/2 the weights' variance is
+  infinite and the delta-method standard error means nothing.
 
 Particles whose log weight is ``-inf`` carry zero weight; ``NaN`` is never produced here.
 """
@@ -22,6 +25,7 @@ __all__ = [
     "effective_sample_size",
     "estimate_log_z",
     "log_mean_exp",
+    "pareto_k",
     "systematic_resample",
 ]
 
@@ -71,6 +75,32 @@ def estimate_log_z(log_w) -> LogZEstimate:
     var = w.var(ddof=1) if n > 1 else np.inf
     se = float(np.sqrt(var / (n * mean**2)))
     return LogZEstimate(log_z, se, float(effective_sample_size(log_w)), n)
+
+
+MIN_PARETO_DRAWS = 25
+"""Fewer finite weights than this give no tail fit (:func:`pareto_k` is NaN): the fit needs
+at least 5 tail draws, min(N/5, 3 sqrt N)."""
+
+
+def pareto_k(log_w) -> float:
+    r"""Pareto :math:`\hat k` of the right tail of the importance weights ``exp(log_w)``.
+
+    The generalized Pareto fit of PSIS (Vehtari, Simpson, Gelman, Yao & Gabry, 2024) by
+    ``arviz_stats``, to the largest :math:`\min(N/5, 3\sqrt N)` weights. :math:`\hat k <
+    1/2`: finite variance, the standard error can be trusted; :math:`\hat k \ge 1/2`: a heavy
+    tail, the sample has not seen the weights that matter and the estimate is biased low.
+    Weights of zero are dropped; NaN with fewer than :data:`MIN_PARETO_DRAWS` left.
+
+    ``arviz_stats``' ``psislw`` follows the LOO convention: it takes the *log-likelihood*
+    and smooths the weights ``exp(-log_lik)``, so it is called with ``-log_w``.
+    """
+    from arviz_stats.base import array_stats
+
+    log_w = np.asarray(log_w, dtype=np.float64).ravel()
+    log_w = log_w[np.isfinite(log_w)]
+    if log_w.size < MIN_PARETO_DRAWS or np.ptp(log_w) == 0.0:
+        return float("nan")
+    return float(array_stats.psislw(-(log_w - log_w.max()), r_eff=1.0)[1])
 
 
 def systematic_resample(log_w, num_draws: int, rng: np.random.Generator) -> np.ndarray:

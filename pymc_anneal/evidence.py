@@ -7,14 +7,14 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.estimators import estimate_log_z
+from pymc_anneal.estimators import estimate_log_z, pareto_k
 from pymc_anneal.exceptions import AnnealingError
 
 __all__ = ["EvidenceEstimate", "log_evidence"]
 
 
 class EvidenceEstimate(NamedTuple):
-    """The log evidence pooled over all chains' particles.
+    r"""The log evidence pooled over all chains' particles.
 
     Attributes
     ----------
@@ -28,6 +28,15 @@ class EvidenceEstimate(NamedTuple):
     ess : float
         Weight effective sample size of the pooled particles.
     num_particles : int
+    pareto_k : float
+        Pareto :math:`\hat k` of the pooled weights' tail
+        (:func:`pymc_anneal.estimators.pareto_k`); above
+        :data:`~pymc_anneal.diagnostics.HEAVY_TAIL_K` the weights have a heavy tail and
+        ``standard_error`` is too small. NaN when not computed.
+
+    The interval that holds when the samplers raised no warning is
+    ``log_evidence ± 1.96 * max(standard_error, chain_sd)`` (see
+    :mod:`pymc_anneal.diagnostics`); :func:`pymc_anneal.compare` uses that standard error.
     """
 
     log_evidence: float
@@ -35,6 +44,7 @@ class EvidenceEstimate(NamedTuple):
     chain_sd: float
     ess: float
     num_particles: int
+    pareto_k: float = float("nan")
 
 
 def log_evidence(idata: xr.DataTree) -> EvidenceEstimate:
@@ -51,4 +61,5 @@ def log_evidence(idata: xr.DataTree) -> EvidenceEstimate:
     pooled = estimate_log_z(log_w.ravel())
     per_chain = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values, dtype=np.float64)
     chain_sd = float(per_chain.std(ddof=1) / np.sqrt(per_chain.size)) if per_chain.size > 1 else float("nan")
-    return EvidenceEstimate(pooled.log_z, pooled.standard_error, chain_sd, pooled.ess, pooled.num_particles)
+    return EvidenceEstimate(pooled.log_z, pooled.standard_error, chain_sd, pooled.ess,
+                            pooled.num_particles, pareto_k(log_w))

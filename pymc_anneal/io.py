@@ -21,7 +21,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_anneal.driver import AnnealingRun
-from pymc_anneal.estimators import estimate_log_z, systematic_resample
+from pymc_anneal.estimators import estimate_log_z, pareto_k, systematic_resample
 
 __all__ = ["to_datatree", "versions"]
 
@@ -77,6 +77,7 @@ def to_datatree(
         "log_marginal_likelihood": np.array([e.log_z for e in per_chain]),
         "log_marginal_likelihood_se": np.array([e.standard_error for e in per_chain]),
         "ess": np.array([e.ess for e in per_chain]),
+        "pareto_k": np.array([pareto_k(result.log_weights[c]) for c in range(chains)]),
     }
     num_steps = result.betas.size - 1
     step_stats = {

@@ -129,8 +129,9 @@ def plot_log_weights(
     Notes
     -----
     Kish's effective sample size of the weights, :math:`(\sum w)^2 / \sum w^2`, is in the
-    title, for all chains together. Below 5% of the particles
-    :func:`pymc_anneal.sample_ais` warns: the standard error is then unreliable.
+    title, for all chains together. Below 10% of the particles (or 80 effective particles)
+    :func:`pymc_anneal.sample_ais` warns: the standard error is then unreliable (see
+    :mod:`pymc_anneal.diagnostics`).
 
     References
     ----------
@@ -196,7 +197,7 @@ def plot_annealing(idata: xr.DataTree, *, axes: Sequence[Axes] | None = None) ->
     Notes
     -----
     The ESS panel shows each chain's weight ESS after each step as a fraction of its
-    particles, with the 5% line below which :func:`pymc_anneal.sample_ais` warns. A sharp
+    particles, with the 10% line below which :func:`pymc_anneal.sample_ais` warns. A sharp
     drop marks a stretch of the path where the temperatures are too far apart; a low
     acceptance rate there points at the step size instead. Step sizes are tuned per band
     of temperatures in a pilot run and then frozen.

@@ -197,19 +197,30 @@ def test_kass_raftery_scale_on_two_log_bf(log_bf, words):
 
 
 def test_warning_column_uses_the_sampler_thresholds():
-    from pymc_anneal.diagnostics import CHAIN_DISAGREEMENT, LOW_ESS_FRACTION
+    from pymc_anneal.diagnostics import (
+        CHAIN_DISAGREEMENT,
+        HEAVY_TAIL_K,
+        LOW_ESS_FRACTION,
+        MIN_EFFECTIVE_PARTICLES,
+    )
 
     n = 1000
+    assert LOW_ESS_FRACTION * n > MIN_EFFECTIVE_PARTICLES
     table = pa.compare({
-        "fine": _est(-1.0, ess=LOW_ESS_FRACTION * n + 1, n=n),
+        "fine": _est(-1.0, ess=LOW_ESS_FRACTION * n + 1, n=n)._replace(pareto_k=HEAVY_TAIL_K),
         "low_ess": _est(-2.0, ess=LOW_ESS_FRACTION * n - 1, n=n),
+        "few": _est(-2.5, ess=MIN_EFFECTIVE_PARTICLES - 1, n=MIN_EFFECTIVE_PARTICLES + 1),
+        "tail": _est(-2.7)._replace(pareto_k=HEAVY_TAIL_K + 0.01),
         "disagree": _est(-3.0, se=0.01, chain_sd=CHAIN_DISAGREEMENT * 0.01 * 1.01),
         "both": _est(-4.0, se=0.01, chain_sd=0.5, ess=3.0, n=n),
     })
-    assert table["warning"].to_dict() == {"fine": False, "low_ess": True, "disagree": True,
-                                          "both": True}
+    assert table["warning"].to_dict() == {"fine": False, "low_ess": True, "few": True,
+                                          "tail": True, "disagree": True, "both": True}
     assert table.loc["fine", "warning_reason"] == ""
-    assert table.loc["low_ess", "warning_reason"].startswith("low ESS (49.0 of 1000")
+    assert table.loc["low_ess", "warning_reason"].startswith(
+        f"low ESS ({LOW_ESS_FRACTION * n - 1:.1f} of 1000")
+    assert table.loc["few", "warning_reason"].startswith("low ESS")
+    assert table.loc["tail", "warning_reason"].startswith("heavy-tailed weights (Pareto k-hat 0.71")
     assert table.loc["disagree", "warning_reason"].startswith("chains disagree")
     assert "low ESS" in table.loc["both", "warning_reason"]
     assert "chains disagree" in table.loc["both", "warning_reason"]

@@ -15,6 +15,7 @@ import pytest  # noqa: E402
 import xarray as xr  # noqa: E402
 
 import pymc_anneal as pa  # noqa: E402
+from pymc_anneal.diagnostics import LOW_ESS_FRACTION  # noqa: E402
 from tests import analytic  # noqa: E402
 
 SEED = 4
@@ -139,7 +140,7 @@ def test_plot_annealing(idata, tmp_path):
             np.testing.assert_allclose(line.get_xdata(), stats["beta"].values[c])
             np.testing.assert_allclose(line.get_ydata(), stats[name].values[c] * scale)
     threshold = [line for line in axes[0].get_lines() if line.get_label().startswith("warning")]
-    assert len(threshold) == 1 and threshold[0].get_ydata()[0] == pytest.approx(0.05)
+    assert len(threshold) == 1 and threshold[0].get_ydata()[0] == pytest.approx(LOW_ESS_FRACTION)
 
 
 def test_plot_annealing_without_a_step_size(tmp_path):

@@ -32,7 +32,10 @@ def _cases(table):
 
 # PyTensor's C backend warns once that this pip install has no BLAS to link (it then uses
 # its own slower products); that is the environment, not the result
+# The cases are tiny runs (40 particles) that pin numbers, not accuracy: they are below the
+# weight diagnostics' 80 effective particles by design
 @pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLAS:UserWarning")
+@pytest.mark.filterwarnings("ignore::pymc_anneal.exceptions.AnnealingWarning")
 @pytest.mark.parametrize("name", _cases(EXACT))
 def test_same_seed_same_numbers(name):
     new = run_case(*EXACT[name])

@@ -173,7 +173,7 @@ def test_compiled_loops_are_freed_with_their_model():
     with pm.Model() as model:
         mu = pm.Normal("mu", 0.0, 1.0)
         pm.Normal("y", mu, 1.0, observed=[0.1, 0.4])
-    pa.sample_ais(model=model, draws=50, chains=1, num_steps=5, progressbar=False,
+    pa.sample_ais(model=model, draws=200, chains=1, num_steps=5, progressbar=False,
                   random_seed=1)
     owner = model_path(model).path
     assert LOOPS.owned_by(owner)
