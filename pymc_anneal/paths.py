@@ -103,6 +103,10 @@ class Path(_Contract):
         Distinguishes differently built paths of one owner.
     info : dict, optional
         What is worth reporting about the base (numbers go to the result's attributes).
+    lower_bounds : ndarray (num_dims,), optional
+        Per-coordinate lower bounds of the support (``-inf`` where there is none). The base
+        must live on the constrained space and ``log f`` be ``-inf`` outside it; the HMC
+        kernels reflect at the bounds (HAIS §2.3), the others reject moves across them.
     """
 
     num_dims: int
@@ -115,6 +119,7 @@ class Path(_Contract):
     cache_owner: object = field(default=None, compare=False)
     structure: tuple = ()
     info: dict = field(default_factory=dict, compare=False)
+    lower_bounds: np.ndarray | None = field(default=None, compare=False)
 
     dtype = "float64"
     capabilities = ("evaluate",)
