@@ -4,6 +4,7 @@ __version__ = "0.1.0"
 
 from pymc_anneal import energy, kernels, plots  # noqa: E402
 from pymc_anneal.partition import ais  # noqa: E402
+from pymc_anneal.batched import batched_ais  # noqa: E402
 from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength  # noqa: E402
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence  # noqa: E402
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning  # noqa: E402
@@ -20,6 +21,7 @@ __all__ = [
     "HMCKernel",
     "__version__",
     "ais",
+    "batched_ais",
     "bayes_factor",
     "bdmc",
     "compare",

@@ -9,6 +9,7 @@ scikit-learn (``pip install 'pymc-anneal[examples]'``); they import it only when
 from pymc_anneal.energy.base import EnergyModel, FunctionEnergy
 from pymc_anneal.energy.data import ImagePatches, binarized_digits, image_patches
 from pymc_anneal.energy.enumerate import DEFAULT_MAX_STATES
+from pymc_anneal.energy.generative import BilinearGenerative, LinearGenerative
 from pymc_anneal.energy.grbm import GaussianRBM
 from pymc_anneal.energy.poe import LaplacePOE, StudentTPOE
 from pymc_anneal.energy.rbm import BernoulliRBM
@@ -17,11 +18,13 @@ from pymc_anneal.energy.training import train_grbm, train_rbm
 __all__ = [
     "DEFAULT_MAX_STATES",
     "BernoulliRBM",
+    "BilinearGenerative",
     "EnergyModel",
     "FunctionEnergy",
     "GaussianRBM",
     "ImagePatches",
     "LaplacePOE",
+    "LinearGenerative",
     "StudentTPOE",
     "binarized_digits",
     "image_patches",
