@@ -11,6 +11,7 @@ from pymc_anneal.energy.data import ImagePatches, binarized_digits, image_patche
 from pymc_anneal.energy.enumerate import DEFAULT_MAX_STATES
 from pymc_anneal.energy.generative import BilinearGenerative, LinearGenerative
 from pymc_anneal.energy.grbm import GaussianRBM
+from pymc_anneal.energy.mcrbm import MCRBM
 from pymc_anneal.energy.poe import LaplacePOE, StudentTPOE
 from pymc_anneal.energy.rbm import BernoulliRBM
 from pymc_anneal.energy.training import train_grbm, train_rbm
@@ -25,6 +26,7 @@ __all__ = [
     "ImagePatches",
     "LaplacePOE",
     "LinearGenerative",
+    "MCRBM",
     "StudentTPOE",
     "binarized_digits",
     "image_patches",
