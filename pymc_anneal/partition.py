@@ -87,7 +87,10 @@ def ais(
         BernoulliRBM: ``"uniform"`` (default) or ``"data"`` (visible biases at the smoothed
         base rates of ``data``). GaussianRBM: ``"ais_cov"`` (default, full covariance),
         ``"ais"`` (diagonal, the target's variances) or ``"ais_mean"`` (the target's means,
-        the model's sigma), as in Kiwaki & Aihara (2015).
+        the model's sigma), as in Kiwaki & Aihara (2015). LaplacePOE and StudentTPOE:
+        ``"student_t"`` (default, a heavy-tailed product of experts, widened by
+        ``base_scale``; see :meth:`~pymc_anneal.energy.StudentTPOE.annealing_path`) or
+        ``"gaussian"``.
     data : array (N, num_dims), optional
         Training data, for the RBM's base rates or the GRBM base's moments.
     moments : (mean, covariance), optional
