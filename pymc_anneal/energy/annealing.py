@@ -461,7 +461,7 @@ def _grbm_cov_sweep(rng, v, beta, p):
 # any continuous energy, for HMC
 
 
-def gaussian_energy_path(model, mean=None, scale=None) -> Path:
+def gaussian_energy_path(model, mean=None, scale=None, cov=None) -> Path:
     r"""The linear path from a normalized Gaussian :math:`q = \mathcal N(\mu, \operatorname{diag}(s^2))`
     to ``model``'s unnormalized density, for the ``"hais"``, ``"hmc"`` and ``"metropolis"`` kernels.
 
@@ -471,8 +471,12 @@ def gaussian_energy_path(model, mean=None, scale=None) -> Path:
     mean, scale : array (num_dims,) or float, optional
         The base's mean (default 0) and standard deviations (default 1). A base close to the
         target in location and scale makes AIS far more efficient.
+    cov : array (num_dims, num_dims), optional
+        A full covariance instead of ``scale``.
     """
     d = int(model.num_dims)
+    if cov is not None:
+        return _full_gaussian_energy_path(model, mean, cov)
     mean = np.broadcast_to(np.asarray(0.0 if mean is None else mean, dtype=np.float64), (d,)).copy()
     scale = np.broadcast_to(np.asarray(1.0 if scale is None else scale, dtype=np.float64), (d,)).copy()
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(scale)) and np.all(scale > 0)):
@@ -491,3 +495,33 @@ def gaussian_energy_path(model, mean=None, scale=None) -> Path:
 
     return Path(num_dims=d, build_log_densities=log_densities, sample_base=sample_base,
                 log_base_normalizer=0.0, base_scale=scale, name=getattr(model, "name", "energy"))
+
+
+def _full_gaussian_energy_path(model, mean, cov) -> Path:
+    """:func:`gaussian_energy_path` with a full-covariance base."""
+    d = int(model.num_dims)
+    mean = np.broadcast_to(np.asarray(0.0 if mean is None else mean, dtype=np.float64), (d,)).copy()
+    cov = np.asarray(cov, dtype=np.float64)
+    try:
+        chol = np.linalg.cholesky(0.5 * (cov + cov.T))
+    except np.linalg.LinAlgError as err:
+        raise AnnealingError("the Gaussian base's covariance is not positive definite; "
+                             "give more data or moments with a full-rank covariance.") from err
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(chol))):
+        raise AnnealingError("the Gaussian base needs a finite mean and covariance.")
+    inv_chol = np.linalg.inv(chol)
+    log_norm = -0.5 * d * np.log(2 * np.pi) - float(np.log(np.diag(chol)).sum())
+    mean_t, inv_chol_t = pt.constant(mean), pt.constant(inv_chol.T.copy())
+
+    def log_densities(x):
+        z = pt.dot(x - mean_t, inv_chol_t)
+        log_q = -0.5 * pt.sum(z**2, axis=1) + log_norm
+        log_p = model.log_unnormalized(x.astype(model.dtype)).astype("float64")
+        return log_q, log_p - log_q
+
+    def sample_base(rng, num_draws):
+        return mean + rng.standard_normal((num_draws, d)) @ chol.T
+
+    return Path(num_dims=d, build_log_densities=log_densities, sample_base=sample_base,
+                log_base_normalizer=0.0, base_scale=np.sqrt(np.diag(chol @ chol.T)),
+                name=getattr(model, "name", "energy"), info={"base": "gaussian_full"})

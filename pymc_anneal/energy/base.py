@@ -62,6 +62,10 @@ def readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
+GAUSSIAN_BASES = ("isotropic", "diagonal", "full")
+"""Gaussian bases that :meth:`EnergyModel.annealing_path` fits to moments or data."""
+
+
 class EnergyModel(abc.ABC):
     r"""An unnormalized density :math:`p^*(x) = \exp(-F(x))` over a batch of states.
 
@@ -102,17 +106,44 @@ class EnergyModel(abc.ABC):
         By default the linear path from a diagonal Gaussian base (``base_mean``,
         ``base_scale``; standard normal if not given) to this model's unnormalized density
         (:func:`pymc_anneal.energy.annealing.gaussian_energy_path`), with the ``"hais"``
-        kernel. A model with a better path of its own (conditionals, a fitted base)
-        overrides this method, which is all :func:`pymc_anneal.ais` needs of a new model.
+        kernel. A Gaussian base can instead be fitted: ``base`` in
+        :data:`GAUSSIAN_BASES` (``"isotropic"``: one variance, their mean; ``"diagonal"``;
+        ``"full"``: the whole covariance) from ``moments=(mean, covariance)`` (e.g. of MCMC
+        draws of the model) or ``data`` (draws of the model or training data; the
+        covariance shrunk as in :func:`pymc_anneal.paths.fit_gaussian`). A base should be
+        at least as wide as the target in every direction (see
+        :mod:`pymc_anneal.diagnostics`). A model with a better path of its own
+        (conditionals, a fitted base) overrides this method, which is all
+        :func:`pymc_anneal.ais` needs of a new model.
         """
-        from pymc_anneal.energy.annealing import gaussian_energy_path
+        from pymc_anneal.energy.annealing import _given_moments, gaussian_energy_path
+        from pymc_anneal.paths import fit_gaussian
+        from pymc_anneal.validation import check_choice
 
-        given = sorted(k for k, v in dict(base=base, data=data, moments=moments).items()
-                       if v is not None)
-        if given:
-            raise AnnealingError(f"{given} do not apply to {type(self).__name__}; give its "
-                                 "Gaussian base as base_mean and base_scale.")
-        return gaussian_energy_path(self, base_mean, base_scale), kernel or "hais"
+        if base is None and data is None and moments is None:
+            return gaussian_energy_path(self, base_mean, base_scale), kernel or "hais"
+        base = check_choice("base", "diagonal" if base is None else base, GAUSSIAN_BASES)
+        if base_mean is not None or base_scale is not None:
+            raise AnnealingError(f"base={base!r} is fitted to data or moments; give either that "
+                                 "or base_mean and base_scale, not both.")
+        if moments is not None:
+            mean, cov = _given_moments(moments, self.num_dims)[:2]
+        elif data is not None:
+            array = self.check_data(data)
+            if array.shape[0] < 2:
+                raise AnnealingError(f"fitting a Gaussian base needs at least 2 rows of data, "
+                                     f"got {array.shape[0]}.")
+            mean, cov = fit_gaussian(array)
+        else:
+            raise AnnealingError(
+                f"base={base!r} is fitted to the target: pass data (draws of the model, or "
+                "training data, shape (N, num_dims)) or moments=(mean, covariance).")
+        variances = np.diag(cov)
+        if base == "isotropic":
+            cov = np.eye(self.num_dims) * variances.mean()
+        elif base == "diagonal":
+            cov = np.diag(variances)
+        return gaussian_energy_path(self, mean, cov=cov), kernel or "hais"
 
     def exact_log_z(self) -> float:
         r"""The exact :math:`\log Z`; this model has none, so this raises :class:`AnnealingError`."""

@@ -58,7 +58,13 @@ import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 from scipy.special import gammaln
 
-from pymc_anneal.energy.base import EnergyModel, check_dtype, check_positive_int, readonly
+from pymc_anneal.energy.base import (
+    GAUSSIAN_BASES,
+    EnergyModel,
+    check_dtype,
+    check_positive_int,
+    readonly,
+)
 from pymc_anneal.energy.rbm import as_generator
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_choice, check_finite_array, check_positive_float
@@ -209,13 +215,16 @@ class ProductOfExperts(EnergyModel):
         weights stay bounded for complete sets; a Gaussian base against polynomial tails
         gives weights of infinite variance and estimates that are quietly too low (measured:
         0.15 nat, 5 standard errors, on a 36-d Student-t POE with half of the experts at
-        :math:`\alpha \le 1.5`, without a warning). ``base="gaussian"``: the diagonal
-        Gaussian of :meth:`EnergyModel.annealing_path` (``base_mean``, ``base_scale``).
+        :math:`\alpha \le 1.5`, without a warning). ``base="gaussian"`` (``base_mean``,
+        ``base_scale``), ``"isotropic"``, ``"diagonal"`` or ``"full"`` (fitted to ``data`` or
+        ``moments``): the Gaussian bases of :meth:`EnergyModel.annealing_path`.
         """
-        base = check_choice("base", "student_t" if base is None else base, ("student_t", "gaussian"))
-        if base == "gaussian":
-            return super().annealing_path(kernel=kernel, data=data, moments=moments,
-                                          base_mean=base_mean, base_scale=base_scale, rng=rng)
+        base = check_choice("base", "student_t" if base is None else base,
+                            ("student_t", "gaussian", *GAUSSIAN_BASES))
+        if base != "student_t":
+            return super().annealing_path(kernel=kernel, base=None if base == "gaussian" else base,
+                                          data=data, moments=moments, base_mean=base_mean,
+                                          base_scale=base_scale, rng=rng)
         given = sorted(k for k, v in dict(data=data, moments=moments, base_mean=base_mean).items()
                        if v is not None)
         if given:

@@ -462,3 +462,29 @@ def test_poe_base_options():
         pa.ais(model, base="cauchy", progressbar=False)
     with pytest.raises(AnnealingError, match=r"\['base_mean'\] do not apply to the student_t base"):
         model.annealing_path(base_mean=1.0)
+
+
+@pytest.mark.parametrize("base", ["full", "diagonal", "isotropic"])
+def test_gaussian_bases_fitted_to_data_or_moments(base):
+    """The Gaussian bases of any energy model, fitted to exact draws (full, isotropic) or
+    the exact moments (diagonal), on a correlated complete Laplace POE."""
+    model = LaplacePOE(np.array([[1.0, 0.3, 0.0], [0.2, 2.0, 0.5], [0.0, -0.4, 0.7]]))
+    fit = ({"moments": model.exact_moments()} if base == "diagonal"
+           else {"data": model.sample(5000, rng=1)})
+    path, _ = model.annealing_path(base=base, **fit)
+    _check_log_z(model, model.exact_log_z(), 0.05, base=base, **fit)
+    assert path.base_scale.shape == (3,)
+
+
+def test_gaussian_base_bad_input():
+    model = LaplacePOE(F2)
+    with pytest.raises(AnnealingError, match=r"base='full' is fitted to the target: pass data"):
+        model.annealing_path(base="full")
+    with pytest.raises(AnnealingError, match="not both"):
+        model.annealing_path(base="diagonal", data=np.zeros((5, 2)), base_scale=2.0)
+    with pytest.raises(AnnealingError, match=r"moments must have shapes \(2,\) and \(2, 2\)"):
+        model.annealing_path(base="full", moments=(np.zeros(3), np.eye(3)))
+    with pytest.raises(AnnealingError, match="at least 2 rows"):
+        model.annealing_path(base="full", data=np.zeros((1, 2)))
+    with pytest.raises(AnnealingError, match="not positive definite"):
+        model.annealing_path(base="full", moments=(np.zeros(2), np.zeros((2, 2))))
