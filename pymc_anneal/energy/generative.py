@@ -39,6 +39,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
+from pymc_anneal.energy.base import check_dtype
 from pymc_anneal.energy.rbm import as_generator
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
@@ -101,10 +102,28 @@ class GenerativeModel:
                 f"shape {array.shape}{hint}.")
         return array
 
+    def _const(self, value):
+        return pt.constant(np.asarray(value, dtype=self.dtype))
+
     def _log_noise(self, x: TensorVariable, mean: TensorVariable) -> TensorVariable:
         s = self.noise_scale
-        return (-0.5 * pt.sum((x - mean) ** 2, axis=1) / s**2
-                - self.num_dims * (np.log(s) + 0.5 * _LOG_2PI))
+        return (self._const(-0.5 / s**2) * pt.sum((x - mean) ** 2, axis=1)
+                - self._const(self.num_dims * (np.log(s) + 0.5 * _LOG_2PI)))
+
+    def log_joint(self, x, z) -> TensorVariable:
+        r"""PyTensor graph of :math:`\log p(\mathbf x, \mathbf z)` for rows ``x`` (N,
+        num_dims) and latents ``z`` (N, num_latent), in the model's dtype."""
+        x, z = pt.as_tensor(x), pt.as_tensor(z)
+        return self._log_prior(z) + self._log_noise(x, self._mean(z))
+
+    def log_joint_numpy(self, x, z) -> np.ndarray:
+        r""":math:`\log p(\mathbf x, \mathbf z)` in NumPy (float64), the twin of
+        :meth:`log_joint`."""
+        x, z = np.asarray(x, dtype=np.float64), np.asarray(z, dtype=np.float64)
+        s = self.noise_scale
+        log_noise = (-0.5 * np.sum((x - self._mean_numpy(z)) ** 2, axis=1) / s**2
+                     - self.num_dims * (np.log(s) + 0.5 * _LOG_2PI))
+        return self._log_prior_numpy(z) + log_noise
 
     def sample(self, num_draws: int, rng=None) -> np.ndarray:
         """``num_draws`` exact draws of the data, ``(num_draws, num_dims)``."""
@@ -123,9 +142,12 @@ class GenerativeModel:
         points = data.shape[0]
 
         def log_densities(z, params):
-            x = params["data"]
+            # the model's arithmetic in its dtype; the state and the log densities in float64
+            x = params["data"].astype(self.dtype)
+            zd = z.astype(self.dtype)
             rows = pt.arange(z.shape[0]) % x.shape[0]
-            return self._log_prior(z), self._log_noise(x[rows], self._mean(z))
+            return (self._log_prior(zd).astype("float64"),
+                    self._log_noise(x[rows], self._mean(zd)).astype("float64"))
 
         return Path(num_dims=self.num_latent, build_log_densities=log_densities,
                     sample_base=lambda rng, n: self.sample_prior(n, rng),
@@ -163,24 +185,31 @@ class LinearGenerative(GenerativeModel):
     """
 
     def __init__(self, basis, noise_scale: float, prior: str = "gaussian",
-                 name: str = "linear"):
+                 dtype: str = "float64", name: str = "linear"):
         self.basis = _matrix("basis", basis)
         self.num_dims, self.num_latent = self.basis.shape
         self.noise_scale = check_positive_float("noise_scale", noise_scale)
         self.prior = check_choice("prior", prior, ("gaussian", "laplace"))
         self.prior_scale = np.full(self.num_latent, 1.0 if prior == "gaussian" else np.sqrt(2.0))
+        self.dtype = check_dtype(dtype)
         self.name = name
 
     def _mean(self, a):
-        return pt.dot(a, pt.as_tensor(self.basis.T))
+        return pt.dot(a, self._const(self.basis.T))
 
     def _mean_numpy(self, a):
         return a @ self.basis.T
 
     def _log_prior(self, a):
         if self.prior == "gaussian":
-            return -0.5 * pt.sum(a**2, axis=1) - 0.5 * self.num_latent * _LOG_2PI
-        return -pt.sum(pt.abs(a), axis=1) - self.num_latent * _LOG_2
+            return (self._const(-0.5) * pt.sum(a**2, axis=1)
+                    - self._const(0.5 * self.num_latent * _LOG_2PI))
+        return -pt.sum(pt.abs(a), axis=1) - self._const(self.num_latent * _LOG_2)
+
+    def _log_prior_numpy(self, a):
+        if self.prior == "gaussian":
+            return -0.5 * np.sum(a**2, axis=1) - 0.5 * self.num_latent * _LOG_2PI
+        return -np.sum(np.abs(a), axis=1) - self.num_latent * _LOG_2
 
     def sample_prior(self, num_draws: int, rng=None) -> np.ndarray:
         rng = as_generator(rng)
@@ -226,7 +255,8 @@ class BilinearGenerative(GenerativeModel):
     name : str, default "bilinear"
     """
 
-    def __init__(self, basis, theta, psi, noise_scale: float, name: str = "bilinear"):
+    def __init__(self, basis, theta, psi, noise_scale: float, dtype: str = "float64",
+                 name: str = "bilinear"):
         self.basis = _matrix("basis", basis)
         self.num_dims, num_a = self.basis.shape
         self.theta = _matrix("theta", theta, rows=num_a)
@@ -236,6 +266,7 @@ class BilinearGenerative(GenerativeModel):
         self.noise_scale = check_positive_float("noise_scale", noise_scale)
         self.lower_bounds = np.r_[np.full(self.num_c, -np.inf), np.zeros(self.num_d)]
         self.prior_scale = np.r_[np.full(self.num_c, np.sqrt(2.0)), np.ones(self.num_d)]
+        self.dtype = check_dtype(dtype)
         self.name = name
 
     def _split(self, z):
@@ -243,8 +274,8 @@ class BilinearGenerative(GenerativeModel):
 
     def _mean(self, z):
         c, d = self._split(z)
-        a = pt.dot(c, pt.as_tensor(self.theta.T)) * pt.dot(d, pt.as_tensor(self.psi.T))
-        return pt.dot(a, pt.as_tensor(self.basis.T))
+        a = pt.dot(c, self._const(self.theta.T)) * pt.dot(d, self._const(self.psi.T))
+        return pt.dot(a, self._const(self.basis.T))
 
     def _mean_numpy(self, z):
         c, d = z[:, :self.num_c], z[:, self.num_c:]
@@ -252,8 +283,13 @@ class BilinearGenerative(GenerativeModel):
 
     def _log_prior(self, z):
         c, d = self._split(z)
-        log_c = -pt.sum(pt.abs(c), axis=1) - self.num_c * _LOG_2
-        return log_c + pt.switch(pt.all(d >= 0, axis=1), -pt.sum(d, axis=1), -np.inf)
+        log_c = -pt.sum(pt.abs(c), axis=1) - self._const(self.num_c * _LOG_2)
+        return log_c + pt.switch(pt.all(d >= 0, axis=1), -pt.sum(d, axis=1), self._const(-np.inf))
+
+    def _log_prior_numpy(self, z):
+        c, d = z[:, :self.num_c], z[:, self.num_c:]
+        log_d = np.where(np.all(d >= 0, axis=1), -np.sum(d, axis=1), -np.inf)
+        return -np.sum(np.abs(c), axis=1) - self.num_c * _LOG_2 + log_d
 
     def sample_prior(self, num_draws: int, rng=None) -> np.ndarray:
         rng = as_generator(rng)

@@ -135,3 +135,34 @@ def test_bad_data_and_models_raise():
         pa.batched_ais(pa.energy.LaplacePOE(np.eye(2)), np.zeros((1, 2)), progressbar=False)
     with pytest.raises(AnnealingError, match="num_steps"):
         pa.batched_ais(model, np.zeros((1, 3)), num_steps=0, progressbar=False)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_log_joint_graph_matches_numpy(dtype):
+    rng = np.random.default_rng(10)
+    models = [LinearGenerative(rng.normal(size=(4, 3)), 0.6, dtype=dtype),
+              LinearGenerative(rng.normal(size=(4, 3)), 0.6, prior="laplace", dtype=dtype),
+              BilinearGenerative(rng.normal(size=(4, 3)), rng.normal(size=(3, 2)),
+                                 rng.normal(size=(3, 2)), 0.6, dtype=dtype)]
+    for model in models:
+        x = rng.normal(size=(5, 4))
+        z = np.abs(rng.normal(size=(5, model.num_latent)))
+        graph = model.log_joint(x.astype(dtype), z.astype(dtype)).eval()
+        assert graph.dtype == dtype
+        np.testing.assert_allclose(graph, model.log_joint_numpy(x, z),
+                                   rtol=1e-12 if dtype == "float64" else 1e-5)
+    # the joint integrates to the marginal: Gaussian prior, by Monte Carlo over the prior
+    model = models[0]
+    x = model.sample(1, rng=11)
+    z = model.sample_prior(200_000, rng=12)
+    log_lik = model.log_joint_numpy(np.repeat(x, z.shape[0], axis=0), z) - model._log_prior_numpy(z)
+    mc = np.log(np.mean(np.exp(log_lik - log_lik.max()))) + log_lik.max()
+    assert mc == pytest.approx(model.exact_log_likelihood(x)[0], abs=0.02)
+
+
+def test_float32_model_per_point_log_likelihood():
+    rng = np.random.default_rng(0)
+    model = LinearGenerative(rng.normal(size=(6, 4)), 0.5, dtype="float32")
+    x = model.sample(4, rng=1)
+    result = pa.batched_ais(model, x, num_steps=300, random_seed=2, progressbar=False)
+    _check_points(result, LinearGenerative(model.basis, 0.5).exact_log_likelihood(x))
