@@ -7,9 +7,10 @@ import contextlib
 
 @contextlib.contextmanager
 def annealing_progress(enabled: bool, name: str, num_steps: int):
-    """Yield ``update(phase, steps_done)``; a no-op when ``enabled`` is False."""
+    """Yield ``update(phase, steps_done, total=None)``; a no-op when ``enabled`` is False.
+    A phase's bar counts to ``total`` if given at its first update, else to ``num_steps``."""
     if not enabled:
-        yield lambda phase, done: None
+        yield lambda phase, done, total=None: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -19,9 +20,9 @@ def annealing_progress(enabled: bool, name: str, num_steps: int):
     ) as progress:
         tasks = {}
 
-        def update(phase, done):
+        def update(phase, done, total=None):
             if phase not in tasks:
-                tasks[phase] = progress.add_task(f"{phase} {name}", total=num_steps)
+                tasks[phase] = progress.add_task(f"{phase} {name}", total=total or num_steps)
             progress.update(tasks[phase], completed=done)
 
         yield update

@@ -28,9 +28,11 @@ import numpy as np
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.tuning import (
     TuningOptions,
+    auto_num_steps,
     bands,
     equal_length_schedule,
     step_arrays,
+    thermodynamic_length,
     tune,
 )
 from pymc_anneal.estimators import effective_sample_size
@@ -131,15 +133,22 @@ def run_annealing(
     path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
     timings = {}
     t0 = time.perf_counter()
-    chunks = _chunks(num_steps, num_chunks)
+    auto = tuning.auto_variance is not None
     jax = backend == "jax"  # JAX bakes sizes into its loop
-    loop = compiled_loop(path, kernel, backend,
-                         (num_particles, chains, int(np.diff(chunks).max())) if jax else None)
+
+    def main_loop(num_steps):
+        chunks = _chunks(num_steps, num_chunks)
+        return chunks, compiled_loop(path, kernel, backend,
+                                     (num_particles, chains, int(np.diff(chunks).max()))
+                                     if jax else None)
+
+    chunks, loop = main_loop(num_steps)
     pilot = loop
     if jax:
         longest_band = max(b - a for a, b in bands(num_steps, tuning.num_bands))
         pilot = compiled_loop(path, kernel, backend, (tuning.num_pilot, 1, longest_band))
     timings["compile"] = time.perf_counter() - t0
+    length = None
 
     with annealing_progress(progressbar, label or path.name, num_steps) as progress:
         progress("tuning", 0)
@@ -148,14 +157,23 @@ def run_annealing(
         values, ratio_var = tune(pilot, path, betas, tuning,
                                  tuning.target_acceptance or kernel.target_acceptance,
                                  pilot_rng, lambda done: progress("tuning", done))
-        if tuning.adapt_schedule:
-            pilot_betas = betas
+        if tuning.adapt_schedule or auto:
+            pilot_betas, pilot_steps = betas, num_steps
+            if auto:
+                length = thermodynamic_length(pilot_betas, ratio_var)
+                num_steps = auto_num_steps(length, tuning.auto_variance)
+                if jax:
+                    t3 = time.perf_counter()
+                    chunks, loop = main_loop(num_steps)
+                    timings["compile"] += time.perf_counter() - t3
+                else:
+                    chunks = _chunks(num_steps, num_chunks)
             betas = equal_length_schedule(pilot_betas, ratio_var, num_steps)
             # each new step takes the tuned values of the pilot step at its beta
-            index = np.searchsorted(pilot_betas[1:], betas[1:], side="left").clip(0, num_steps - 1)
+            index = np.searchsorted(pilot_betas[1:], betas[1:], side="left").clip(0, pilot_steps - 1)
             values = {k: v[index] for k, v in values.items()}
         timings["tuning"] = time.perf_counter() - t1
-        progress("annealing", 0)
+        progress("annealing", 0, num_steps)
         t2 = time.perf_counter()
         if direction == "forward":
             run_betas = betas
@@ -197,6 +215,8 @@ def run_annealing(
                   "backend": backend, "num_steps": num_steps, "direction": direction,
                   "mass_matrix": tuning.mass_matrix, "num_bands": tuning.num_bands,
                   "num_pilot": tuning.num_pilot,
+                  **({"thermodynamic_length": length, "auto_variance": tuning.auto_variance}
+                     if length is not None else {}),
                   "tuned": ",".join(sorted(p.name for p in kernel.parameters
                                            if p.tuning and p.name not in tuning.fixed)),
                   "ess": effective_sample_size(log_w)},

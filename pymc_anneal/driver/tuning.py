@@ -29,7 +29,22 @@ from pymc_anneal.driver.scan import CompiledLoop
 from pymc_anneal.estimators import systematic_resample
 from pymc_anneal.exceptions import AnnealingError
 
-__all__ = ["TuningOptions", "bands", "equal_length_schedule", "step_arrays", "tune"]
+__all__ = [
+    "AUTO_MAX_STEPS",
+    "AUTO_MIN_STEPS",
+    "TuningOptions",
+    "auto_num_steps",
+    "bands",
+    "equal_length_schedule",
+    "step_arrays",
+    "thermodynamic_length",
+    "tune",
+]
+
+AUTO_MIN_STEPS = 20
+"""The fewest temperatures ``num_steps="auto"`` chooses."""
+AUTO_MAX_STEPS = 20_000
+"""The most temperatures ``num_steps="auto"`` chooses."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,10 @@ class TuningOptions:
     adapt_schedule : bool
         Re-space the schedule to equal thermodynamic length from the pilot's estimates of
         the slope's variance along the path (:func:`equal_length_schedule`), then freeze it.
+    auto_variance : float or None
+        Choose the number of temperatures too (``num_steps="auto"``): the schedule given to
+        the driver is the pilot's grid, and the run gets the K of :func:`auto_num_steps`
+        for this target variance of the log weights, spaced to equal thermodynamic length.
     """
 
     fixed: Mapping[str, float] = field(default_factory=dict)
@@ -63,6 +82,7 @@ class TuningOptions:
     num_pilot: int = 256
     target_acceptance: float | None = None
     adapt_schedule: bool = False
+    auto_variance: float | None = None
 
 
 def step_arrays(parameters, betas: np.ndarray, values: Mapping[str, np.ndarray],
@@ -128,7 +148,8 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     searched = [p.name for p in parameters if p.tuning == "acceptance" and p.name not in options.fixed]
     scaled = [p.name for p in parameters if p.tuning == "variance" and p.name not in options.fixed]
     base_var = np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2
-    if not (searched or (scaled and options.mass_matrix == "adapt") or options.adapt_schedule):
+    if not (searched or (scaled and options.mass_matrix == "adapt") or options.adapt_schedule
+            or options.auto_variance is not None):
         for name in scaled:  # nothing needs the pilot's particles
             values[name][:] = _band_variance(options, None, None, base_var)
         return values, ratio_var
@@ -200,3 +221,29 @@ def equal_length_schedule(betas: np.ndarray, ratio_var: np.ndarray, num_steps: i
     new = np.interp(np.linspace(0.0, 1.0, num_steps + 1), cumulative, betas)
     new[0], new[-1] = 0.0, 1.0
     return new
+
+
+def thermodynamic_length(betas: np.ndarray, ratio_var: np.ndarray) -> float:
+    r"""The path's thermodynamic length :math:`\mathcal L = \int_0^1
+    \operatorname{sd}_\beta(\ell)\, d\beta`, from the pilot's variances of the log ratio
+    :math:`\ell` on the grid ``betas[1:]`` (each taken before the step's transition, at
+    :math:`\beta_{k-1}`: a left Riemann sum, an over-estimate where the spread falls)."""
+    sd = np.sqrt(np.where(np.isfinite(ratio_var) & (ratio_var > 0), ratio_var, 0.0))
+    return float(np.sum(sd * np.diff(betas)))
+
+
+def auto_num_steps(length: float, target_variance: float) -> int:
+    r"""The number of temperatures K that makes the variance of the log weights about
+    ``target_variance``.
+
+    With K steps of equal thermodynamic length and transitions that mix, each weight
+    increment has variance :math:`(\mathcal L / K)^2` and the K increments add up to
+    :math:`\operatorname{Var}(\log w) \approx \mathcal L^2 / K` (Neal 2001; Grosse et al.
+    2013), so :math:`K = \lceil \mathcal L^2 / \sigma^2 \rceil`, between
+    :data:`AUTO_MIN_STEPS` and :data:`AUTO_MAX_STEPS`. For log-normal weights
+    :math:`\sigma^2` sets the weight ESS, about :math:`e^{-\sigma^2}` of the particles.
+    """
+    if not np.isfinite(length):
+        return AUTO_MAX_STEPS
+    k = int(np.ceil(length**2 / target_variance))
+    return int(np.clip(k, AUTO_MIN_STEPS, AUTO_MAX_STEPS))
