@@ -5,7 +5,6 @@ bad input."""
 from __future__ import annotations
 
 import numpy as np
-
 import pytest
 from scipy import integrate
 
