@@ -68,7 +68,8 @@ def _check_energy_model(function: str, model) -> None:
 
     if not isinstance(model, EnergyModel):
         raise AnnealingError(f"{function} needs an energy model from pymc_anneal.energy "
-                             f"(a BernoulliRBM or GaussianRBM), got {type(model).__name__}.")
+                             f"(a BernoulliRBM, GaussianRBM or DeepBoltzmannMachine), got "
+                             f"{type(model).__name__}.")
 
 
 def reverse_ais(
@@ -100,7 +101,11 @@ def reverse_ais(
     ----------
     model : EnergyModel
         A model whose annealing path has Gibbs conditionals: a
-        :class:`~pymc_anneal.energy.BernoulliRBM` or :class:`~pymc_anneal.energy.GaussianRBM`.
+        :class:`~pymc_anneal.energy.BernoulliRBM` or :class:`~pymc_anneal.energy.GaussianRBM`
+        (Algorithm 2: the posterior over the hidden units is exact), or a
+        :class:`~pymc_anneal.energy.DeepBoltzmannMachine` (Algorithm 3: a heating run
+        with the test point clamped first draws the top layer, see
+        :mod:`pymc_anneal.energy.dbm`; the attribute ``algorithm`` says which).
     data : array (N, num_dims)
         The test points (binary for a BernoulliRBM).
     num_steps : int, default 1000
@@ -174,7 +179,7 @@ def reverse_ais(
     control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
     rng, seed_attr = check_random_seed(random_seed)
     path_rng, rng = rng.spawn(2)
-    all_log_f = model.log_unnormalized_numpy(test)
+    all_log_f = _log_f(model, test, path_rng)
     index = np.arange(test.shape[0])
     if subsample is not None:
         subsample = check_count("subsample", subsample, 2)
@@ -191,13 +196,29 @@ def reverse_ais(
             f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
             f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
     points = test.shape[0]
+    log_f = all_log_f[index]
+    algorithm = 2
+    if callable(getattr(model, "heating", None)):
+        # Algorithm 3: an intractable posterior; a forward run over the hidden part with the
+        # test point clamped ends in the states the reverse chain starts from
+        algorithm = 3
+        heat_rng, rng = rng.spawn(2)
+        heat_path, start, log_p0 = model.heating(path, test, draws, heat_rng)
+        heat = run_annealing(heat_path, kernel=kernel, betas=betas, draws=draws, chains=points,
+                             rng=heat_rng, backend=backend, tuning=TuningOptions(),
+                             initial_positions=start, progressbar=progressbar,
+                             label=f"{model.name} (RAISE, heating)")
+        initial = heat.positions.reshape(points * draws, -1)
+        offset = log_p0[:, None] + heat.log_weights  # log p0(v) + log w_heat
+    else:  # Algorithm 2: exact draws of h | v start the reverse chain
+        initial = np.repeat(test, draws, axis=0)
+        offset = (log_f - path.log_base_normalizer)[:, None]
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
     run = run_annealing(path, kernel=kernel, betas=mixed, draws=draws, chains=points, rng=rng,
                         backend=backend, tuning=TuningOptions(), direction="backward",
-                        initial_positions=np.repeat(test, draws, axis=0).astype(path.dtype),
+                        initial_positions=initial.astype(path.dtype),
                         progressbar=progressbar, label=f"{model.name} (RAISE)")
-    log_f = all_log_f[index]
-    log_w = run.log_weights + (log_f - path.log_base_normalizer)[:, None]  # (points, draws)
+    log_w = run.log_weights + offset  # (points, draws)
     estimates = [estimate_log_z(row) for row in log_w]
     log_lik = np.array([e.log_z for e in estimates])
     log_lik_se = np.array([e.standard_error for e in estimates])
@@ -222,6 +243,7 @@ def reverse_ais(
              "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
              "backend": backend, "num_steps": int(betas.size - 1),
              "num_mixing_steps": num_mixing_steps, "num_test_points": int(all_log_f.size),
+             "algorithm": algorithm,
              "control_variate": control_variate if subsample is not None else None,
              "schedule": schedule if isinstance(schedule, str) else "custom",
              "random_seed": seed_attr, "model": model.name, "versions": versions(),
@@ -277,7 +299,9 @@ def sandwich(
     Parameters
     ----------
     model : EnergyModel
-        A :class:`~pymc_anneal.energy.BernoulliRBM` or :class:`~pymc_anneal.energy.GaussianRBM`.
+        A :class:`~pymc_anneal.energy.BernoulliRBM`, :class:`~pymc_anneal.energy.GaussianRBM`
+        or :class:`~pymc_anneal.energy.DeepBoltzmannMachine` (whose :math:`\log f(v)`, for the
+        AIS side, is exact for a small top layer and importance-sampled otherwise).
     data : array (N, num_dims)
         Test points.
     num_steps : int or sequence of int, default (100, 1000)
@@ -310,7 +334,7 @@ def sandwich(
     _check_energy_model("sandwich", model)
     rng, seed_attr = check_random_seed(random_seed)
     test = model.check_data(data)
-    log_f = float(np.mean(model.log_unnormalized_numpy(test)))
+    log_f = float(np.mean(_log_f(model, test, np.random.default_rng(0))))
     rows = []
     for k in steps:
         ais_rng, raise_rng = rng.spawn(2)
@@ -365,3 +389,14 @@ def _verdict(k, ais_ll, ais_se, raise_ll, raise_se) -> str:
     return (f"RAISE is above AIS: {where}. At this K the annealing model over-rates the "
             "test data (or the estimates are noisier than their errors say); increase "
             "num_steps, and check that the test data resemble the training data.")
+
+
+def _log_f(model, data, rng) -> np.ndarray:
+    """``log f(v)`` per row: exact where the model can, else its importance-sampled estimate
+    (a deep Boltzmann machine with a large top layer, Burda et al. 2015 §5.2)."""
+    try:
+        return model.log_unnormalized_numpy(data)
+    except AnnealingError:
+        if not callable(getattr(model, "estimate_log_unnormalized", None)):
+            raise
+        return model.estimate_log_unnormalized(data, rng=rng)[0]

@@ -105,7 +105,9 @@ def run_annealing(
         Base to target (AIS), or target to base from ``initial_positions``.
     initial_positions : array (chains * draws, d), optional
         The starting states of a backward run (exact draws of the target for an unbiased
-        one); a forward run starts from the base.
+        one). A forward run starts from the base, or from these states when given (they
+        must then be exact draws of the base, e.g. of a conditional base that the caller
+        samples itself).
     num_chunks : int
         Compiled calls (progress-bar updates) per run.
     label : str, optional
@@ -122,10 +124,10 @@ def run_annealing(
         raise AnnealingError(f"the {kernel.name!r} kernel has no parameter(s) {unknown} to fix; "
                              f"its parameters are {list(kernel.parameter_names)}.")
     num_steps, num_particles, d = betas.size - 1, draws * chains, path.num_dims
-    if direction == "backward":
-        if initial_positions is None:
-            raise AnnealingError("a backward run starts from given states: pass "
-                                 f"initial_positions of shape ({num_particles}, {d}).")
+    if direction == "backward" and initial_positions is None:
+        raise AnnealingError("a backward run starts from given states: pass "
+                             f"initial_positions of shape ({num_particles}, {d}).")
+    if initial_positions is not None:
         initial_positions = np.asarray(initial_positions, dtype=path.dtype)
         if initial_positions.shape != (num_particles, d):
             raise AnnealingError(f"initial_positions must have shape ({num_particles}, {d}) "
@@ -178,7 +180,8 @@ def run_annealing(
         if direction == "forward":
             run_betas = betas
             chain_rngs = base_rng.spawn(chains)
-            positions = np.concatenate([path.sample_base(r, draws) for r in chain_rngs])
+            positions = (initial_positions if initial_positions is not None else
+                         np.concatenate([path.sample_base(r, draws) for r in chain_rngs]))
             log_w = np.full(num_particles, float(path.log_base_normalizer))
         else:  # step j runs at beta_{K-j}, with the values tuned there (beta_0: beta_1's)
             run_betas = betas[::-1].copy()

@@ -8,6 +8,7 @@ scikit-learn (``pip install 'pymc-anneal[examples]'``); they import it only when
 
 from pymc_anneal.energy.base import EnergyModel, FunctionEnergy
 from pymc_anneal.energy.data import ImagePatches, binarized_digits, image_patches
+from pymc_anneal.energy.dbm import DeepBoltzmannMachine
 from pymc_anneal.energy.enumerate import DEFAULT_MAX_STATES
 from pymc_anneal.energy.generative import BilinearGenerative, LinearGenerative
 from pymc_anneal.energy.grbm import GaussianRBM
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_STATES",
     "BernoulliRBM",
     "BilinearGenerative",
+    "DeepBoltzmannMachine",
     "EnergyModel",
     "FunctionEnergy",
     "GaussianRBM",
