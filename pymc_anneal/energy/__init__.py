@@ -1,7 +1,11 @@
-"""Energy-based models as PyTensor graphs: RBMs, Gaussian RBMs, user-supplied energies.
+"""Energy-based models as PyTensor graphs: binary and Gaussian RBMs, deep Boltzmann machines,
+products of experts (Laplace, Student-t), the mcRBM, linear and bilinear generative models,
+and user-supplied energies.
 
-Each model is an :class:`EnergyModel` (an unnormalized density over a batch of states) with
-exact log Z where it is tractable (enumeration of a small binary layer). The trainers in
+Each analysis model is an :class:`EnergyModel` (an unnormalized density over a batch of
+states) with exact log Z where it is tractable (enumeration of a small binary layer,
+complete products of experts); the generative models (latent variables, not energy models)
+give one evidence per test point (:func:`pymc_anneal.batched_ais`). The trainers in
 :mod:`pymc_anneal.energy.training` and the data sets in :mod:`pymc_anneal.energy.data` need
 scikit-learn (``pip install 'pymc-anneal[examples]'``); they import it only when called.
 """
@@ -19,6 +23,7 @@ from pymc_anneal.energy.training import train_grbm, train_rbm
 
 __all__ = [
     "DEFAULT_MAX_STATES",
+    "MCRBM",
     "BernoulliRBM",
     "BilinearGenerative",
     "DeepBoltzmannMachine",
@@ -28,7 +33,6 @@ __all__ = [
     "ImagePatches",
     "LaplacePOE",
     "LinearGenerative",
-    "MCRBM",
     "StudentTPOE",
     "binarized_digits",
     "image_patches",
