@@ -62,7 +62,13 @@ import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal.energy.base import EnergyModel, check_dtype
-from pymc_anneal.energy.rbm import BernoulliRBM, as_generator, check_parameters, sigmoid
+from pymc_anneal.energy.rbm import (
+    BernoulliRBM,
+    as_generator,
+    check_binary,
+    check_parameters,
+    sigmoid,
+)
 from pymc_anneal.exceptions import AnnealingError
 
 __all__ = ["DeepBoltzmannMachine"]
@@ -167,14 +173,7 @@ class DeepBoltzmannMachine(EnergyModel):
 
     def check_data(self, data) -> np.ndarray:
         """Binary visible vectors of shape (N, n_visible), as float64."""
-        array = super().check_data(data)
-        bad = (array != 0) & (array != 1)
-        if np.any(bad):
-            raise AnnealingError(
-                f"data for a DeepBoltzmannMachine must be binary (0 or 1); found "
-                f"{int(bad.sum())} other values such as {array[bad][:3].tolist()}. Binarize it "
-                "first (e.g. data > 0.5).")
-        return array
+        return check_binary(super().check_data(data), "DeepBoltzmannMachine")
 
     def exact_log_z(self) -> float:
         """The exact :math:`\\log Z`: the (v, h2)-RBM's, by enumeration of its smaller layer."""

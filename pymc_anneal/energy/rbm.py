@@ -112,6 +112,17 @@ def check_parameters(W, visible_bias, hidden_bias, model: str) -> tuple[np.ndarr
     return W, visible_bias, hidden_bias
 
 
+def check_binary(array: np.ndarray, model: str) -> np.ndarray:
+    """``array`` if every entry is 0 or 1, else a clear error naming ``model``."""
+    bad = (array != 0) & (array != 1)
+    if np.any(bad):
+        raise AnnealingError(
+            f"data for a {model} must be binary (0 or 1); found {int(bad.sum())} other "
+            f"values such as {array[bad][:3].tolist()}. Binarize it first (e.g. data > 0.5)."
+        )
+    return array
+
+
 def as_generator(rng) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
@@ -349,14 +360,7 @@ class BernoulliRBM(RestrictedBoltzmannMachine):
 
     def check_data(self, data) -> np.ndarray:
         """Validate binary data of shape (N, n_visible); return it as float64."""
-        array = super().check_data(data)
-        bad = (array != 0) & (array != 1)
-        if np.any(bad):
-            raise AnnealingError(
-                f"data for a BernoulliRBM must be binary (0 or 1); found {int(bad.sum())} other "
-                f"values such as {array[bad][:3].tolist()}. Binarize it first (e.g. data > 0.5)."
-            )
-        return array
+        return check_binary(super().check_data(data), "BernoulliRBM")
 
     # -- conditionals ------------------------------------------------------------------------
 
