@@ -5,6 +5,12 @@ The base is the prior in PyMC's unconstrained value space, :math:`\log f_0 =`
 :math:`Z_0 = 1`), and the log ratio is ``model.datalogp`` (observed log-likelihood plus
 Potentials). The value variables are raveled into one vector in ``model.value_vars`` order
 and the graphs vectorized over a leading particle axis with ``vectorize_graph``.
+
+Discrete free variables with a finite support are summed out of both log densities
+(:mod:`pymc_anneal.pymc.discrete`), so the path runs over the continuous variables alone and
+its log ratio is the log-likelihood of the summed model; their draws come back from the exact
+conditionals in :meth:`ModelPath.to_variables`. A model with only discrete variables has no
+path: its evidence is one exact sum (:attr:`ModelPath.exact_log_evidence`).
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.continuous import Flat, HalfFlat
 from pymc.initial_point import make_initial_point_expression
 from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
 from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.traversal import ancestors
 
 from pymc_anneal.backends import compile_one_off
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
+from pymc_anneal.pymc.discrete import DiscreteSums, compile_check
 
 __all__ = ["ModelPath", "model_path"]
 
@@ -32,27 +41,82 @@ __all__ = ["ModelPath", "model_path"]
 class ModelPath:
     """A model's annealing path plus what is needed to map particles back to variables."""
 
-    path: Path
+    path: Path | None  # None when every free variable is discrete and summed out
     value_names: tuple[str, ...]
     value_slices: tuple[tuple[str, slice, tuple[int, ...]], ...]
     signature: tuple
     output_names: tuple[str, ...]
     output_graph: tuple  # graphs of the ravelled vector (symbol ``flat_input``)
     flat_input: pt.TensorVariable
+    sums: DiscreteSums | None = None  # how discrete variables are summed out
+    discrete_inputs: tuple = ()  # their value variables, inputs of output/conditional graphs
+    conditional_graph: tuple = ()  # DiscreteSums.conditional_logits of the whole model
+    exact_log_evidence: float | None = None  # all-discrete models: the exact sum
     _output_functions: dict = field(default_factory=dict, repr=False)
 
-    def to_variables(self, positions: np.ndarray, backend: str) -> dict[str, np.ndarray]:
-        """Map particles (chains, draws, d) in value space to the model's variables
-        (free variables on their constrained scale, and Deterministics)."""
-        fn = self._output_functions.get(backend)
+    @property
+    def summed(self) -> tuple[str, ...]:
+        """Names of the discrete variables summed out of the path."""
+        return self.sums.names if self.sums is not None else ()
+
+    def _function(self, key, graphs, backend):
+        fn = self._output_functions.get((key, backend))
         if fn is None:
             batch = pt.matrix("batch", dtype="float64")
-            outputs = vectorize_graph(list(self.output_graph), replace={self.flat_input: batch})
-            fn = self._output_functions[backend] = compile_one_off([batch], outputs, backend)
+            replace = {self.flat_input: batch}
+            inputs = [batch]
+            if key == "outputs":
+                for v in self.discrete_inputs:
+                    batched = pt.tensor(f"{v.name}_batch", dtype=v.dtype,
+                                        shape=(None, *v.type.shape))
+                    replace[v] = batched
+                    inputs.append(batched)
+            outputs = vectorize_graph(list(graphs), replace=replace)
+            fn = self._output_functions[(key, backend)] = compile_one_off(inputs, outputs,
+                                                                          backend)
+        return fn
+
+    def draw_discrete(self, positions: np.ndarray, backend: str,
+                      rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Draw the summed-out variables from their exact conditional given each particle
+        (n, d); arrays of shape (n, ...) with the variables' integer dtypes."""
+        if self.sums is None:
+            return {}
+        fn = self._function("conditional", self.conditional_graph, backend)
+        out: dict[str, list] = {}
+        for start in range(0, len(positions), 256):  # (C, K, n) logits per particle
+            logits = [np.asarray(x) for x in fn(positions[start:start + 256])]
+            for name, value in self.sums.draw(logits, rng).items():
+                out.setdefault(name, []).append(value)
+        return {name: np.concatenate(v) for name, v in out.items()}
+
+    def to_variables(self, positions: np.ndarray, backend: str,
+                     rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+        """Map particles (chains, draws, d) in value space to the model's variables
+        (free variables on their constrained scale, and Deterministics); summed-out discrete
+        variables are drawn from their exact conditional with ``rng``."""
         chains, draws, d = positions.shape
-        values = fn(positions.reshape(chains * draws, d))
+        flat = positions.reshape(chains * draws, d)
+        discrete = self.draw_discrete(flat, backend,
+                                      rng if rng is not None else np.random.default_rng(0))
+        fn = self._function("outputs", self.output_graph, backend)
+        values = fn(flat, *[discrete[v.name] for v in self.discrete_inputs])
         return {name: np.asarray(v).reshape(chains, draws, *np.shape(v)[1:])
                 for name, v in zip(self.output_names, values)}
+
+
+def _is_discrete(value) -> bool:
+    return value.dtype.startswith(("int", "uint", "bool"))
+
+
+def refuse_discrete(model: pm.Model, what: str) -> None:
+    """A clear error for routes that do not handle discrete free variables yet."""
+    discrete = [v.name for v in model.value_vars if _is_discrete(v)]
+    if discrete:
+        raise AnnealingError(
+            f"the model has discrete free variables {discrete}, which {what} does not "
+            "handle; pymc_anneal.sample_ais sums finite discrete variables out exactly."
+        )
 
 
 def _check_model(model: pm.Model) -> None:
@@ -60,13 +124,6 @@ def _check_model(model: pm.Model) -> None:
         raise AnnealingError(
             "the model has no free random variables, so there is nothing to integrate; "
             "the evidence is just the likelihood of the data."
-        )
-    discrete = [v.name for v in model.value_vars if v.dtype.startswith(("int", "uint", "bool"))]
-    if discrete:
-        raise AnnealingError(
-            f"the model has discrete free variables {discrete}. HMC annealing needs continuous "
-            "variables: marginalize them out (e.g. pm.Mixture, or pymc_extras' "
-            "marginalize) or make them observed."
         )
     improper = [rv.name for rv in model.free_RVs
                 if isinstance(rv.owner.op, (type(Flat.rv_op), type(HalfFlat.rv_op)))]
@@ -109,6 +166,8 @@ def model_path(model: pm.Model) -> ModelPath:
 
 
 def _build(model: pm.Model, signature: tuple) -> ModelPath:
+    if any(_is_discrete(v) for v in model.value_vars):
+        return _build_summed(model, signature)
     initial_point = model.initial_point()
     (log_prior, log_lik), flat = join_nonshared_inputs(
         initial_point, [model.varlogp, model.datalogp], model.value_vars
@@ -159,6 +218,80 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     )
     return ModelPath(path, tuple(v.name for v in model.value_vars), tuple(slices), signature,
                      names, tuple(outputs), flat_out)
+
+
+def _build_summed(model: pm.Model, signature: tuple) -> ModelPath:
+    """The path over the continuous variables with the finite discrete ones summed out."""
+    initial_point = model.initial_point()
+    discrete = [v for v in model.value_vars if _is_discrete(v)]
+    continuous = [v for v in model.value_vars if not _is_discrete(v)]
+    free = list(model.free_RVs)
+    prior_terms = model.logp(vars=free, sum=False)
+    like_terms = model.logp(vars=list(model.observed_RVs) + list(model.potentials), sum=False)
+    rvs = free + list(model.deterministics)
+    value_graphs = model.replace_rvs_by_values(rvs)
+    graphs = [*prior_terms, *like_terms, *value_graphs]
+    if continuous:
+        graphs, flat = join_nonshared_inputs(initial_point, graphs, continuous)
+    else:
+        flat = pt.vector("flat", dtype="float64")
+    n_prior, n_terms = len(prior_terms), len(prior_terms) + len(like_terms)
+    terms, outputs = list(graphs[:n_terms]), graphs[n_terms:]
+    prior, like = terms[:n_prior], terms[n_prior:]
+    point = np.concatenate([np.ravel(initial_point[v.name]) for v in continuous]
+                           ) if continuous else np.zeros(0)
+    sums = DiscreteSums.plan(model, discrete, terms, compile_check(terms, flat, point, discrete))
+    is_disc = [_is_discrete(model.rvs_to_values[rv]) for rv in free]
+    cont_prior = [t for t, d in zip(prior, is_disc) if not d]
+    disc_prior = [t for t, d in zip(prior, is_disc) if d]
+    conditional = tuple(sums.conditional_logits(terms))
+    common = {"value_names": tuple(v.name for v in model.value_vars), "signature": signature,
+              "output_names": tuple(rv.name for rv in rvs), "output_graph": tuple(outputs),
+              "flat_input": flat, "sums": sums, "discrete_inputs": tuple(discrete),
+              "conditional_graph": conditional}
+    if not continuous:  # the conditionals get a (zero-size) particle input to batch over
+        conditional = tuple(g + flat.sum() for g in conditional)
+        exact = pytensor.function([flat], sums.marginal(terms), on_unused_input="ignore",
+                                  mode="FAST_COMPILE")(point)
+        return ModelPath(path=None, value_slices=(), exact_log_evidence=float(exact),
+                         **{**common, "conditional_graph": conditional})
+
+    if any(any(v in ancestors([t]) for v in discrete) for t in cont_prior):
+        # a continuous prior depends on a discrete variable: p(theta) is itself a sum
+        log_base_1 = sums.marginal(prior)
+        log_ratio_1 = sums.marginal(terms) - log_base_1
+    else:  # the discrete pmfs sum to one over their (whole) supports
+        log_base_1 = pt.add(*[t.sum() for t in cont_prior]) if cont_prior else pt.constant(0.0)
+        log_ratio_1 = sums.marginal(disc_prior + like)
+    num_dims = int(point.size)
+
+    def build_log_densities(position):
+        lp, ll = vectorize_graph([log_base_1, log_ratio_1], replace={flat: position})
+        return lp, ll
+
+    draw_exprs = make_initial_point_expression(
+        free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
+        initval_strategies={}, default_strategy="prior", return_transformed=True)
+    flat_draw = pt.concatenate([pt.as_tensor(e).ravel().astype("float64")
+                                for e, d in zip(draw_exprs, is_disc) if not d])
+    draw_rngs = find_rng_nodes([flat_draw])
+    draw_fn = compile_pymc(inputs=[], outputs=flat_draw, random_seed=False)
+
+    def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
+        reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
+        draws = np.stack([draw_fn() for _ in range(num_draws)])
+        return np.asarray(draws, dtype=np.float64).reshape(num_draws, num_dims)
+
+    slices, start = [], 0
+    for v in continuous:
+        shape = tuple(np.shape(initial_point[v.name]))
+        size = int(np.prod(shape, dtype=int))
+        slices.append((v.name, slice(start, start + size), shape))
+        start += size
+    path = Path(num_dims=num_dims, build_log_densities=build_log_densities,
+                sample_base=sample_base, log_base_normalizer=0.0,
+                base_scale=_prior_scale(sample_base, num_dims), name=model.name or "model")
+    return ModelPath(path=path, value_slices=tuple(slices), **common)
 
 
 def _prior_scale(sample_base, num_dims: int) -> np.ndarray:

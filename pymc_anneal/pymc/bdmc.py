@@ -42,7 +42,7 @@ from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import versions
 from pymc_anneal.kernels import KERNELS
-from pymc_anneal.pymc.adapter import model_path
+from pymc_anneal.pymc.adapter import model_path, refuse_discrete
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_backend,
@@ -179,7 +179,8 @@ def bdmc(
         step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
         target_acceptance=target_acceptance, schedule=schedule))
-    model_path(model)  # the model's checks: continuous, proper, observed
+    refuse_discrete(model, "bdmc")
+    model_path(model)  # the model's checks: proper, observed
     rng, seed_attr = check_random_seed(random_seed)
     sim_rng, rng = rng.spawn(2)
     simulated, truth, position, data = simulate_data(model, sim_rng)

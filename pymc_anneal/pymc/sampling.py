@@ -10,7 +10,7 @@ import pymc as pm
 import xarray as xr
 
 from pymc_anneal.diagnostics import check_weights
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import AnnealingRun, TuningOptions, run_annealing
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
@@ -80,6 +80,13 @@ def sample_ais(
     and keeps working in 100 dimensions, where annealing from the prior falls behind (see
     the user guide). For multimodal posteriors keep the prior base: a Gaussian can miss a
     mode without any diagnostic noticing.
+
+    Discrete free variables with a finite support (Bernoulli, Categorical, DiscreteUniform,
+    Binomial or BetaBinomial with a fixed ``n``) are summed out of the path exactly, per
+    element for labels independent given the rest and jointly otherwise, and drawn from
+    their exact conditional at the end (:mod:`pymc_anneal.pymc.discrete`); the result's
+    ``summed_discrete`` attribute names them. A model with only such variables gets its
+    evidence as one exact sum (standard error 0).
 
     Parameters
     ----------
@@ -201,6 +208,8 @@ def sample_ais(
         main_tuning = dataclasses.replace(tuning, auto_variance=variance)
     mp = model_path(model)
     rng, seed_attr = check_random_seed(random_seed)
+    if mp.path is None:
+        return _exact_sum(model, mp, draws, chains, rng, backend, seed_attr)
     run = dict(kernel=kernel, backend=backend, tuning=tuning, progressbar=progressbar,
                kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
     path, fit_info, fit_time = mp.path, {}, 0.0
@@ -232,11 +241,45 @@ def sample_ais(
         chol = path.parameters["base_chol"]
         result.positions = path.parameters["base_mean"] + result.positions @ chol.T
         result.timings["fit"] = fit_time
-    variables = mp.to_variables(result.positions, backend)
-    var_dims = {name: list(dims) for name, dims in model.named_vars_to_dims.items()
-                if name in variables and dims is not None}
-    coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
+    variables = mp.to_variables(result.positions, backend, rng)
+    var_dims, coords = _coords_dims(model, variables)
     return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
                        attrs={"schedule": schedule if isinstance(schedule, str) else "custom",
                               "base": base, **fit_info, "random_seed": seed_attr,
-                              "model": model.name or None})
+                              "model": model.name or None,
+                              "summed_discrete": list(mp.summed) or None})
+
+
+def _coords_dims(model, variables):
+    var_dims = {name: list(dims) for name, dims in model.named_vars_to_dims.items()
+                if name in variables and dims is not None}
+    coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
+    return var_dims, coords
+
+
+def _exact_sum(model, mp, draws, chains, rng, backend, seed_attr) -> xr.DataTree:
+    """A model whose free variables are all discrete and summable: the evidence is one
+    exact sum, every particle carries it as its weight (standard error 0), and the draws
+    come from the exact posterior."""
+    t0 = time.perf_counter()
+    positions = np.zeros((chains, draws, 0))
+    log_z = float(mp.exact_log_evidence)
+    if not np.isfinite(log_z):
+        raise AnnealingError(f"the exact log evidence of the all-discrete model is {log_z}: "
+                             "the data are impossible under every configuration of its "
+                             "discrete variables. Check the data and the supports.")
+    result = AnnealingRun(
+        positions=positions, log_weights=np.full((chains, draws), log_z),
+        betas=np.array([0.0, 1.0]), parameters={},
+        step_stats={"acceptance_rate": np.ones((chains, 1)),
+                    "divergences": np.zeros((chains, 1), dtype=int),
+                    "log_z": np.full((chains, 1), log_z), "ess": np.full((chains, 1), 1.0)},
+        log_base_normalizer=0.0, timings={"sampling": time.perf_counter() - t0},
+        settings={"kernel": "exact sum", "num_steps": 0, "draws": draws, "chains": chains,
+                  "backend": backend})
+    variables = mp.to_variables(positions, backend, rng)
+    var_dims, coords = _coords_dims(model, variables)
+    return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
+                       attrs={"schedule": None, "base": "prior", "random_seed": seed_attr,
+                              "model": model.name or None,
+                              "summed_discrete": list(mp.summed)})

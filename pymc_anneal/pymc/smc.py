@@ -68,7 +68,7 @@ from pymc_anneal.backends import CompiledFunction, compile_function
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels import build_hmc_kernel
 from pymc_anneal.kernels.hmc import default_refresh
-from pymc_anneal.pymc.adapter import model_path
+from pymc_anneal.pymc.adapter import model_path, refuse_discrete
 from pymc_anneal.validation import check_backend, check_count
 
 __all__ = ["HMCKernel"]
@@ -90,6 +90,7 @@ def _build_mutation_graph(
     the particles' shape are constants of the graph: every stage has the same, and JAX
     compiles only loops of a static length over arrays of static shape.
     """
+    refuse_discrete(model, "the SMC kernel")
     path = model_path(model).path
     kernel = build_hmc_kernel(
         path, persistent_momentum=True, num_leapfrog_steps=num_leapfrog_steps

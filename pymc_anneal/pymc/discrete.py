@@ -1,0 +1,315 @@
+r"""Discrete free variables of a PyMC model, summed out exactly.
+
+A discrete variable whose support is finite (``Bernoulli``, ``Categorical``,
+``DiscreteUniform``, ``Binomial`` and ``BetaBinomial`` with a constant ``n``) leaves the
+annealing state: the log densities are log-sum-exps over its support, and annealing runs
+over the continuous variables :math:`\theta` alone. This is the *summed* route of the design
+notes; the tempered density is
+
+.. math::
+
+    \log f_\beta(\theta) = \log p(\theta) + \beta \log \sum_z p(z \mid \theta)\,
+    p(y \mid z, \theta),
+
+the prior of :math:`\theta` times the likelihood of the summed model to the power
+:math:`\beta`, so :math:`\beta = 0` is the normalized prior and :math:`Z_1` is the evidence
+of the original model. When a continuous prior depends on a discrete variable (a mixture
+prior), :math:`p(\theta) = \sum_z p(z)\,p(\theta \mid z)` is summed the same way.
+
+Two kinds of sums, chosen per variable:
+
+- **per element**: a vector of labels whose elements are independent given the rest (one
+  :math:`z_i` per observation, as in ``mu[z]``) is summed element by element,
+  :math:`\sum_i \log \sum_k \exp(\ell_{ik})`, at cost O(n K), never :math:`K^n`. The
+  independence is checked when the path is built, by changing single elements and watching
+  which elements of the dependent log-density terms move;
+- **jointly**: the remaining discrete variables (scalars such as a switch point, or a short
+  vector of inclusion indicators) are enumerated over the product of their supports, at most
+  :data:`MAX_CONFIGURATIONS` configurations.
+
+After annealing, the summed-out variables come back from their exact conditional
+:math:`p(z \mid \theta, y)` at each final particle (:meth:`DiscreteSums.draw`), so the
+posterior holds them with their integer dtype.
+
+We measured pymc-extras' ``marginalize`` (0.15.1) as the alternative: it pins ``pymc<6.4``
+and ``pytensor<3.4``, so it cannot be installed beside PyMC 6.4 without overriding its
+requirements, and its marginalized model has no annealing split (prior against likelihood).
+This module is ours, small, and works on the log-density graphs PyMC already gives.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.distributions.discrete import DiscreteUniformRV
+from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.basic import BernoulliRV, BetaBinomialRV, BinomialRV, CategoricalRV
+
+from pymc_anneal.exceptions import AnnealingError
+
+__all__ = ["MAX_CONFIGURATIONS", "MAX_SUPPORT", "DiscreteSums", "finite_support"]
+
+MAX_SUPPORT = 10_000
+"""The largest support of one discrete variable (per element) that is summed exactly."""
+MAX_CONFIGURATIONS = 4096
+"""The most joint configurations of the jointly enumerated discrete variables."""
+
+
+def _constant(graph, what: str, name: str, random) -> np.ndarray:
+    if any(a in random for a in ancestors([graph])):
+        raise AnnealingError(
+            f"the support of the discrete variable {name!r} depends on other random variables "
+            f"(its {what}), so it cannot be enumerated once for all particles. Give it a fixed "
+            f"{what}, or write the model with that variable marginalized."
+        )
+    return np.asarray(graph.eval())
+
+
+def finite_support(rv, random) -> np.ndarray:
+    """The values a discrete random variable can take (for every element), as a sorted int
+    array; a clear error when the support is unbounded or too large to sum. ``random``: the
+    model's free random variables and value variables, on which the support may not
+    depend."""
+    op, name = rv.owner.op, rv.name
+    params = op.dist_params(rv.owner) if hasattr(op, "dist_params") else []
+    if isinstance(op, BernoulliRV):
+        low, high = 0, 1
+    elif isinstance(op, CategoricalRV):
+        p = params[0]
+        k = p.type.shape[-1]
+        if k is None:
+            k = int(_constant(p.shape[-1], "number of categories", name, random))
+        low, high = 0, int(k) - 1
+    elif isinstance(op, DiscreteUniformRV):
+        low = int(np.min(_constant(params[0], "lower bound", name, random)))
+        high = int(np.max(_constant(params[1], "upper bound", name, random)))
+    elif isinstance(op, BinomialRV | BetaBinomialRV):
+        low, high = 0, int(np.max(_constant(params[0], "n", name, random)))
+    else:
+        raise AnnealingError(
+            f"the discrete variable {name!r} ({type(op).__name__.removesuffix('RV')}) has an "
+            "unbounded support, which cannot be summed out exactly. Summable discrete "
+            "variables are Bernoulli, Categorical, DiscreteUniform, and Binomial or "
+            "BetaBinomial with a fixed n; marginalize this one analytically (e.g. a "
+            "Poisson-Binomial count is Poisson), or make it observed."
+        )
+    size = high - low + 1
+    if size > MAX_SUPPORT:
+        raise AnnealingError(
+            f"the discrete variable {name!r} has {size:,} possible values ({low} to {high}), "
+            f"more than the {MAX_SUPPORT:,} that can be summed exactly at every annealing "
+            "step. Use a coarser support (fewer values), or make it continuous."
+        )
+    return np.arange(low, high + 1)
+
+
+@dataclass(frozen=True, eq=False)
+class _Var:
+    value: pt.TensorVariable  # the model's value variable
+    name: str
+    support: np.ndarray  # (K,) in the value's dtype
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=int))
+
+    def grid(self) -> pt.TensorVariable:
+        """(K, *shape): every element at each support value."""
+        k = len(self.support)
+        values = np.broadcast_to(self.support.reshape((k,) + (1,) * len(self.shape)),
+                                 (k, *self.shape))
+        return pt.as_tensor(np.ascontiguousarray(values).astype(self.value.dtype))
+
+
+def _depends(term, var: _Var) -> bool:
+    return var.value in ancestors([term])
+
+
+@dataclass(frozen=True, eq=False)
+class DiscreteSums:
+    """How a model's discrete variables are summed: per element or jointly.
+
+    ``joint`` variables are enumerated over the product of their supports (``configs``, one
+    column block per variable); ``per_element`` variables are summed element by element.
+    """
+
+    joint: tuple[_Var, ...]
+    per_element: tuple[_Var, ...]
+    configs: tuple[np.ndarray, ...]  # per joint variable: (C, *shape)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(v.name for v in self.joint + self.per_element)
+
+    @classmethod
+    def plan(cls, model, discrete_values, terms, check_fn) -> DiscreteSums:
+        """Classify the discrete value variables. ``terms`` are the model's elementwise
+        log-density terms (graphs of the discrete values and of constants only through the
+        ``check_fn`` inputs); ``check_fn(term_indices, values) -> arrays`` evaluates terms at
+        a point with the given discrete values, for the per-element independence check."""
+        random = set(model.value_vars) | set(model.free_RVs)
+        rvs = {model.values_to_rvs[v]: v for v in discrete_values}
+        variables, point = [], model.initial_point()
+        for rv, value in rvs.items():
+            support = finite_support(rv, random).astype(value.dtype)
+            shape = tuple(int(s) for s in point[value.name].shape)
+            variables.append(_Var(value, value.name, support, shape))
+        per_element, joint = [], []
+        for v in variables:
+            if v.size > 1 and _elementwise(v, variables, terms, check_fn):
+                per_element.append(v)
+            else:
+                joint.append(v)
+        count = math.prod(len(v.support) ** v.size for v in joint)
+        if count > MAX_CONFIGURATIONS:
+            names = ", ".join(f"{v.name} ({len(v.support)} values"
+                              + (f" x {v.size} elements)" if v.size > 1 else ")") for v in joint)
+            raise AnnealingError(
+                f"the discrete variables {names} have {count:.3g} joint configurations, more "
+                f"than the {MAX_CONFIGURATIONS} that can be summed exactly, and they cannot be "
+                "summed element by element (an element's log-density terms depend on other "
+                "elements or on other vector-valued discrete variables). Reduce their "
+                "number or support, or marginalize them in the model."
+            )
+        return cls._joint(tuple(joint), tuple(per_element))
+
+    @classmethod
+    def _joint(cls, joint, per_element) -> DiscreteSums:
+        if not joint:
+            return cls((), per_element, ())
+        grids = np.meshgrid(*[np.arange(len(v.support) ** v.size) for v in joint], indexing="ij")
+        configs = []
+        for v, g in zip(joint, grids):
+            index = g.ravel()
+            k = len(v.support)
+            digits = np.stack([(index // k**j) % k for j in range(v.size)], axis=-1)
+            configs.append(v.support[digits].reshape(len(index), *v.shape))
+        return cls(joint, per_element, tuple(configs))
+
+    # -- graphs ------------------------------------------------------------------------
+
+    def _parts(self, terms):
+        """Per-particle graphs: (rest, {var: per-element logits (K, *shape)}) with the joint
+        variables still symbolic; ``rest`` includes the per-element log-sum-exps."""
+        remaining = list(terms)
+        logits, total = {}, []
+        for v in self.per_element:
+            dependent = [t for t in remaining if _depends(t, v)]
+            remaining = [t for t in remaining if not _depends(t, v)]
+            if not dependent:
+                continue
+            axes = len(v.shape)
+            element = sum(t.sum(axis=tuple(range(axes, t.ndim))) if t.ndim > axes
+                          else pt.broadcast_to(t, v.shape) for t in dependent)
+            (grid_logits,) = vectorize_graph([element], replace={v.value: v.grid()})
+            logits[v] = grid_logits
+            total.append(pt.logsumexp(grid_logits, axis=0).sum())
+        rest = sum(t.sum() for t in remaining) + sum(total)
+        return pt.as_tensor(rest, dtype="float64"), logits
+
+    def marginal(self, terms) -> pt.TensorVariable:
+        """The per-particle log-sum-exp of the sum of ``terms`` over all discrete variables
+        they depend on (a scalar graph)."""
+        rest, _ = self._parts(terms)
+        if not self.joint:
+            return rest
+        (per_config,) = vectorize_graph([rest], replace=self._config_replacements())
+        return pt.logsumexp(per_config)
+
+    def conditional_logits(self, terms) -> list[pt.TensorVariable]:
+        """Per-particle graphs of the unnormalized conditional log-probabilities: the joint
+        configurations' (C,) (only when there are joint variables), then each per-element
+        variable's (C, K, *shape) (C = 1 without joint variables)."""
+        rest, logits = self._parts(terms)
+        outputs = [rest] + [logits[v] for v in self.per_element if v in logits]
+        if self.joint:
+            outputs = vectorize_graph(outputs, replace=self._config_replacements())
+        else:
+            outputs = [o[None] for o in outputs]
+        return outputs if self.joint else outputs[1:]
+
+    def _config_replacements(self):
+        return {v.value: pt.as_tensor(c.astype(v.value.dtype))
+                for v, c in zip(self.joint, self.configs)}
+
+    def draw(self, logits: list[np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Draw the discrete variables at each of n particles from their exact conditional,
+        given the arrays of :meth:`conditional_logits` batched over particles."""
+        out: dict[str, np.ndarray] = {}
+        if self.joint:
+            joint_logits, elem = logits[0], logits[1:]
+            choice = _categorical(joint_logits, rng)  # (n,)
+            for v, c in zip(self.joint, self.configs):
+                out[v.name] = c[choice]
+        else:
+            elem = logits
+            choice = np.zeros(len(elem[0]) if elem else 0, dtype=int)
+        summed = [v for v in self.per_element]
+        for v, lg in zip(summed, elem):
+            lg = lg[np.arange(len(choice)), choice]  # (n, K, *shape)
+            index = _categorical(np.moveaxis(lg, 1, -1), rng)  # (n, *shape)
+            out[v.name] = v.support[index]
+        return out
+
+
+def _categorical(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Draw indices along the last axis of unnormalized log-probabilities (Gumbel-max)."""
+    logits = np.where(np.isnan(logits), -np.inf, logits)
+    return np.argmax(logits + rng.gumbel(size=logits.shape), axis=-1)
+
+
+def _elementwise(var: _Var, variables, terms, check_fn) -> bool:
+    """Whether the terms that depend on ``var`` depend on it element by element, and on no
+    other vector-valued discrete variable: change single elements at a random point and
+    check that only the same element of each term moves."""
+    dependent = [i for i, t in enumerate(terms) if _depends(t, var)]
+    others = [v for v in variables if v is not var and v.size > 1]
+    if any(_depends(terms[i], o) for i in dependent for o in others):
+        return False
+    for i in dependent:
+        shape = terms[i].type.shape
+        if len(shape) < len(var.shape) or any(
+                s is not None and s != vs for s, vs in zip(shape, var.shape)):
+            return False
+    rng = np.random.default_rng(0)
+    values = {v.name: rng.choice(v.support, size=v.shape) for v in variables}
+    base = check_fn(dependent, values)
+    if any(np.shape(b)[:len(var.shape)] != var.shape for b in base):
+        return False
+    flat_size = var.size
+    for j in rng.choice(flat_size, size=min(flat_size, 4), replace=False):
+        changed = {**values, var.name: values[var.name].copy()}
+        index = np.unravel_index(j, var.shape)
+        current = changed[var.name][index]
+        changed[var.name][index] = var.support[var.support != current][0]
+        for before, after in zip(base, check_fn(dependent, changed)):
+            moved = ~np.isclose(before, after, rtol=0, atol=0, equal_nan=True)
+            moved = moved.reshape(var.shape + (-1,)).any(axis=-1) if moved.ndim > len(
+                var.shape) else moved
+            moved[index] = False
+            if moved.any():
+                return False
+    return True
+
+
+def compile_check(terms, flat, point, discrete_values):
+    """``check_fn`` for :meth:`DiscreteSums.plan`: evaluates terms at the model's initial
+    point of the continuous variables with given discrete values."""
+    cache = {}
+
+    def check_fn(indices, values):
+        key = tuple(indices)
+        fn = cache.get(key)
+        if fn is None:
+            fn = cache[key] = pytensor.function([flat, *discrete_values],
+                                                [terms[i] for i in indices],
+                                                on_unused_input="ignore", mode="FAST_COMPILE")
+        return fn(point, *[values[v.name] for v in discrete_values])
+
+    return check_fn
