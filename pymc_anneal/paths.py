@@ -107,6 +107,11 @@ class Path(_Contract):
         Per-coordinate lower bounds of the support (``-inf`` where there is none). The base
         must live on the constrained space and ``log f`` be ``-inf`` outside it; the HMC
         kernels reflect at the bounds (HAIS §2.3), the others reject moves across them.
+    discrete_dims : tuple of int, optional
+        Coordinates that live on the integers (a PyMC model's discrete variables that are
+        annealed rather than summed out): the base draws them as integers, gradient-based
+        kernels leave them alone (HMC gives them no momentum), and the ``"discrete"``
+        compound kernel (:mod:`pymc_anneal.kernels.compound`) moves them.
     """
 
     num_dims: int
@@ -120,6 +125,7 @@ class Path(_Contract):
     structure: tuple = ()
     info: dict = field(default_factory=dict, compare=False)
     lower_bounds: np.ndarray | None = field(default=None, compare=False)
+    discrete_dims: tuple[int, ...] = ()
 
     dtype = "float64"
     capabilities = ("evaluate",)

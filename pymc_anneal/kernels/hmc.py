@@ -44,8 +44,8 @@ from pymc_anneal.kernels.integrators import leapfrog
 from pymc_anneal.paths import Path
 from pymc_anneal.validation import check_count
 
-__all__ = ["HMCState", "MOMENTUM_PARAMETERS", "build_kernel", "default_refresh",
-           "draw_momentum"]
+__all__ = ["MOMENTUM_PARAMETERS", "HMCState", "build_kernel", "default_refresh",
+           "draw_momentum", "momentum_mask"]
 
 MAX_ENERGY_ERROR = 1000.0
 
@@ -94,10 +94,25 @@ MOMENTUM_PARAMETERS = (
 ``momentum_scale`` = sqrt(previous inv_mass / inv_mass) follows the mass matrix."""
 
 
-def draw_momentum(rng, position, inv_mass):
-    """``(rng, v)`` with ``v ~ N(0, M)``, ``M = diag(1 / inv_mass)``, shaped like ``position``."""
+def draw_momentum(rng, position, inv_mass, mask=None):
+    """``(rng, v)`` with ``v ~ N(0, M)``, ``M = diag(1 / inv_mass)``, shaped like ``position``;
+    zero where ``mask`` (a 0/1 array over the coordinates) is 0."""
     rng, noise = pt.random.normal(size=position.shape, rng=rng, return_next_rng=True)
-    return rng, noise / pt.sqrt(inv_mass)
+    momentum = noise / pt.sqrt(inv_mass)
+    return rng, momentum if mask is None else momentum * mask
+
+
+def momentum_mask(path: Path):
+    """0 on the path's ``discrete_dims`` (integer coordinates, which HMC must not move), 1
+    elsewhere; ``None`` when the path has no such coordinates. The leapfrog and the kinetic
+    energy use ``inv_mass * mask``, so those coordinates never move and their momenta
+    (drawn as 0) never count."""
+    dims = tuple(getattr(path, "discrete_dims", ()))
+    if not dims:
+        return None
+    mask = np.ones(path.num_dims)
+    mask[list(dims)] = 0.0
+    return pt.as_tensor(mask)
 
 
 def build_kernel(
@@ -116,10 +131,11 @@ def build_kernel(
     """
     num_leapfrog_steps = check_count("num_leapfrog_steps", num_leapfrog_steps, 1)
     path.require("evaluate", "kernel 'hais'" if persistent_momentum else "kernel 'hmc'")
+    mask = momentum_mask(path)
 
     def init(rng, position, params, path_params):
         point = path.evaluate(position, params=path_params)
-        rng, momentum = draw_momentum(rng, position, params["inv_mass"])
+        rng, momentum = draw_momentum(rng, position, params["inv_mass"], mask)
         return rng, HMCState(position, momentum, point.log_base, point.log_ratio,
                              point.grad_log_base, point.grad_log_ratio)
 
@@ -128,18 +144,19 @@ def build_kernel(
 
     def step(rng, state: HMCState, beta, params, path_params):
         step_size, inv_mass = params["step_size"], params["inv_mass"]
+        moving = inv_mass if mask is None else inv_mass * mask  # masked: never moved
         if persistent_momentum:
             momentum = state.momentum * params["momentum_scale"]
         else:
-            rng, momentum = draw_momentum(rng, state.position, inv_mass)
+            rng, momentum = draw_momentum(rng, state.position, inv_mass, mask)
         grad = state.grad_log_base + beta * state.grad_log_ratio
         new_position, new_momentum, point = leapfrog(
-            path, state.position, momentum, grad, beta, step_size, inv_mass, num_leapfrog_steps,
+            path, state.position, momentum, grad, beta, step_size, moving, num_leapfrog_steps,
             params=path_params,
         )
         log_f_old = state.log_base + beta * state.log_ratio
         log_f_new = point.log_base + beta * point.log_ratio
-        delta = (log_f_new - kinetic(new_momentum, inv_mass)) - (log_f_old - kinetic(momentum, inv_mass))
+        delta = (log_f_new - kinetic(new_momentum, moving)) - (log_f_old - kinetic(momentum, moving))
         bad = ~pt.isfinite(log_f_new) | pt.isnan(delta) | (delta < -MAX_ENERGY_ERROR)
         log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
         rng, uniform = pt.random.uniform(size=log_accept.shape, rng=rng, return_next_rng=True)
@@ -156,6 +173,7 @@ def build_kernel(
         if persistent_momentum:
             refresh = params["refresh"]
             rng, noise = pt.random.normal(size=momentum.shape, rng=rng, return_next_rng=True)
+            noise = noise if mask is None else noise * mask
             refreshed = -(pt.sqrt(1.0 - refresh) * new_state.momentum) + pt.sqrt(refresh) * noise / pt.sqrt(inv_mass)
             new_state = new_state._replace(momentum=refreshed)
         info = Info(pt.exp(log_accept), accepted, bad & pt.isfinite(log_f_old))
@@ -170,5 +188,6 @@ def build_kernel(
         init=init,
         step=step,
         target_acceptance=0.8 if persistent_momentum else 0.65,
-        structure=(name, num_leapfrog_steps),
+        structure=(name, num_leapfrog_steps) + ((("frozen", path.discrete_dims),) if mask is not None
+                                                 else ()),
     )

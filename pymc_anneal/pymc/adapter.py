@@ -24,17 +24,25 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.continuous import Flat, HalfFlat
 from pymc.initial_point import make_initial_point_expression
+from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
+from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import ancestors
 
 from pymc_anneal.backends import compile_one_off
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
-from pymc_anneal.pymc.discrete import DiscreteSums, compile_check
+from pymc_anneal.pymc.discrete import (
+    DiscreteSums,
+    TooManyConfigurations,
+    compile_check,
+    is_summable,
+)
 
-__all__ = ["ModelPath", "model_path"]
+__all__ = ["DISCRETE_ROUTES", "ModelPath", "model_path"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,21 +161,28 @@ def _signature(model: pm.Model) -> tuple:
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def model_path(model: pm.Model) -> ModelPath:
+DISCRETE_ROUTES = ("auto", "sum", "anneal")
+"""How :func:`model_path` treats discrete free variables: ``"sum"`` sums every one out
+exactly (an error where that is impossible), ``"anneal"`` keeps every one on the path (moved
+by the compound kernel), ``"auto"`` sums those it can and anneals the rest."""
+
+
+def model_path(model: pm.Model, discrete: str = "auto") -> ModelPath:
     """Build (or reuse) the annealing path of ``model``; validates the model first."""
     _check_model(model)
-    signature = _signature(model)
-    cached = _CACHE.get(model)
+    signature = (*_signature(model), discrete)
+    cached = _CACHE.get(model, {}).get(discrete)
     if cached is not None and cached.signature == signature:
         return cached
-    result = _build(model, signature)
-    _CACHE[model] = result
+    if any(_is_discrete(v) for v in model.value_vars):
+        result = _build_discrete(model, signature, discrete)
+    else:
+        result = _build(model, signature)
+    _CACHE.setdefault(model, {})[discrete] = result
     return result
 
 
 def _build(model: pm.Model, signature: tuple) -> ModelPath:
-    if any(_is_discrete(v) for v in model.value_vars):
-        return _build_summed(model, signature)
     initial_point = model.initial_point()
     (log_prior, log_lik), flat = join_nonshared_inputs(
         initial_point, [model.varlogp, model.datalogp], model.value_vars
@@ -220,49 +235,81 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
                      names, tuple(outputs), flat_out)
 
 
-def _build_summed(model: pm.Model, signature: tuple) -> ModelPath:
-    """The path over the continuous variables with the finite discrete ones summed out."""
-    initial_point = model.initial_point()
+def _build_discrete(model: pm.Model, signature: tuple, route: str) -> ModelPath:
+    """The path of a model with discrete free variables: those summed out leave it; the
+    continuous variables and the annealed discrete ones (``Path.discrete_dims``) stay."""
+    random = set(model.value_vars) | set(model.free_RVs)
     discrete = [v for v in model.value_vars if _is_discrete(v)]
-    continuous = [v for v in model.value_vars if not _is_discrete(v)]
+    if route == "anneal":
+        summed = []
+    elif route == "sum":
+        summed = discrete
+    else:
+        summed = [v for v in discrete if is_summable(model.values_to_rvs[v], random)]
+    while True:
+        try:
+            return _build_summed(model, signature, summed)
+        except TooManyConfigurations as exc:
+            if route == "sum":
+                raise
+            # anneal the variable with the largest joint support, sum the rest
+            summed = [v for v in summed if v.name != exc.variables[0]]
+
+
+def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
+    """The path over the continuous and annealed discrete variables, with the discrete
+    variables in ``summed`` summed out."""
+    initial_point = model.initial_point()
+    state = [v for v in model.value_vars if v not in summed]
     free = list(model.free_RVs)
     prior_terms = model.logp(vars=free, sum=False)
     like_terms = model.logp(vars=list(model.observed_RVs) + list(model.potentials), sum=False)
     rvs = free + list(model.deterministics)
     value_graphs = model.replace_rvs_by_values(rvs)
     graphs = [*prior_terms, *like_terms, *value_graphs]
-    if continuous:
-        graphs, flat = join_nonshared_inputs(initial_point, graphs, continuous)
+    if state:
+        graphs, flat = join_nonshared_inputs(initial_point, graphs, state)
     else:
         flat = pt.vector("flat", dtype="float64")
+    # parameter checks (a Binomial's n >= 0) raise at run time; a Metropolis proposal off
+    # the support must get log density -inf instead, as in PyMC's own compiled functions
+    graph = FunctionGraph(outputs=list(graphs), clone=False)
+    in2out(local_check_parameter_to_ninf_switch).rewrite(graph)
+    graphs = list(graph.outputs)
     n_prior, n_terms = len(prior_terms), len(prior_terms) + len(like_terms)
     terms, outputs = list(graphs[:n_terms]), graphs[n_terms:]
     prior, like = terms[:n_prior], terms[n_prior:]
-    point = np.concatenate([np.ravel(initial_point[v.name]) for v in continuous]
-                           ) if continuous else np.zeros(0)
-    sums = DiscreteSums.plan(model, discrete, terms, compile_check(terms, flat, point, discrete))
-    is_disc = [_is_discrete(model.rvs_to_values[rv]) for rv in free]
-    cont_prior = [t for t, d in zip(prior, is_disc) if not d]
-    disc_prior = [t for t, d in zip(prior, is_disc) if d]
-    conditional = tuple(sums.conditional_logits(terms))
+    point = np.concatenate([np.ravel(initial_point[v.name]).astype("float64") for v in state]
+                           ) if state else np.zeros(0)
+    sums = (DiscreteSums.plan(model, summed, terms, compile_check(terms, flat, point, summed))
+            if summed else None)
+    is_summed = [model.rvs_to_values[rv] in summed for rv in free]
+    state_prior = [t for t, d in zip(prior, is_summed) if not d]
+    summed_prior = [t for t, d in zip(prior, is_summed) if d]
+    conditional = tuple(sums.conditional_logits(terms)) if sums is not None else ()
     common = {"value_names": tuple(v.name for v in model.value_vars), "signature": signature,
               "output_names": tuple(rv.name for rv in rvs), "output_graph": tuple(outputs),
-              "flat_input": flat, "sums": sums, "discrete_inputs": tuple(discrete),
+              "flat_input": flat, "sums": sums, "discrete_inputs": tuple(summed),
               "conditional_graph": conditional}
-    if not continuous:  # the conditionals get a (zero-size) particle input to batch over
+    if not state:  # the conditionals get a (zero-size) particle input to batch over
         conditional = tuple(g + flat.sum() for g in conditional)
         exact = pytensor.function([flat], sums.marginal(terms), on_unused_input="ignore",
                                   mode="FAST_COMPILE")(point)
         return ModelPath(path=None, value_slices=(), exact_log_evidence=float(exact),
                          **{**common, "conditional_graph": conditional})
 
-    if any(any(v in ancestors([t]) for v in discrete) for t in cont_prior):
-        # a continuous prior depends on a discrete variable: p(theta) is itself a sum
+    def _total(graphs):
+        return pt.add(*[t.sum() for t in graphs]) if graphs else pt.constant(0.0)
+
+    if sums is None:
+        log_base_1, log_ratio_1 = _total(prior), _total(like)
+    elif any(any(v in ancestors([t]) for v in summed) for t in state_prior):
+        # a prior on the path depends on a summed variable: p(theta) is itself a sum
         log_base_1 = sums.marginal(prior)
         log_ratio_1 = sums.marginal(terms) - log_base_1
-    else:  # the discrete pmfs sum to one over their (whole) supports
-        log_base_1 = pt.add(*[t.sum() for t in cont_prior]) if cont_prior else pt.constant(0.0)
-        log_ratio_1 = sums.marginal(disc_prior + like)
+    else:  # the summed pmfs add up to one over their (whole) supports
+        log_base_1 = _total(state_prior)
+        log_ratio_1 = sums.marginal(summed_prior + like)
     num_dims = int(point.size)
 
     def build_log_densities(position):
@@ -273,24 +320,29 @@ def _build_summed(model: pm.Model, signature: tuple) -> ModelPath:
         free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
         initval_strategies={}, default_strategy="prior", return_transformed=True)
     flat_draw = pt.concatenate([pt.as_tensor(e).ravel().astype("float64")
-                                for e, d in zip(draw_exprs, is_disc) if not d])
+                                for e, d in zip(draw_exprs, is_summed) if not d])
     draw_rngs = find_rng_nodes([flat_draw])
-    draw_fn = compile_pymc(inputs=[], outputs=flat_draw, random_seed=False)
+    # NumPy draws: Numba has no native DiscreteUniform sampler (it would warn, object mode)
+    draw_fn = compile_pymc(inputs=[], outputs=flat_draw, random_seed=False,
+                           mode="FAST_COMPILE")
 
     def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
         reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
         draws = np.stack([draw_fn() for _ in range(num_draws)])
         return np.asarray(draws, dtype=np.float64).reshape(num_draws, num_dims)
 
-    slices, start = [], 0
-    for v in continuous:
+    slices, discrete_dims, start = [], [], 0
+    for v in state:
         shape = tuple(np.shape(initial_point[v.name]))
         size = int(np.prod(shape, dtype=int))
         slices.append((v.name, slice(start, start + size), shape))
+        if _is_discrete(v):
+            discrete_dims.extend(range(start, start + size))
         start += size
     path = Path(num_dims=num_dims, build_log_densities=build_log_densities,
                 sample_base=sample_base, log_base_normalizer=0.0,
-                base_scale=_prior_scale(sample_base, num_dims), name=model.name or "model")
+                base_scale=_prior_scale(sample_base, num_dims), name=model.name or "model",
+                discrete_dims=tuple(discrete_dims))
     return ModelPath(path=path, value_slices=tuple(slices), **common)
 
 

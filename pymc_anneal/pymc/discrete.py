@@ -27,6 +27,10 @@ Two kinds of sums, chosen per variable:
   vector of inclusion indicators) are enumerated over the product of their supports, at most
   :data:`MAX_CONFIGURATIONS` configurations.
 
+Variables this module cannot sum (unbounded or huge supports, supports that depend on other
+random variables, too many joint configurations) stay on the path with ``discrete="auto"``
+and are annealed by :mod:`pymc_anneal.kernels.compound`.
+
 After annealing, the summed-out variables come back from their exact conditional
 :math:`p(z \mid \theta, y)` at each final particle (:meth:`DiscreteSums.draw`), so the
 posterior holds them with their integer dtype.
@@ -52,7 +56,8 @@ from pytensor.tensor.random.basic import BernoulliRV, BetaBinomialRV, BinomialRV
 
 from pymc_anneal.exceptions import AnnealingError
 
-__all__ = ["MAX_CONFIGURATIONS", "MAX_SUPPORT", "DiscreteSums", "finite_support"]
+__all__ = ["MAX_CONFIGURATIONS", "MAX_SUPPORT", "DiscreteSums", "TooManyConfigurations",
+           "finite_support", "is_summable"]
 
 MAX_SUPPORT = 10_000
 """The largest support of one discrete variable (per element) that is summed exactly."""
@@ -64,8 +69,8 @@ def _constant(graph, what: str, name: str, random) -> np.ndarray:
     if any(a in random for a in ancestors([graph])):
         raise AnnealingError(
             f"the support of the discrete variable {name!r} depends on other random variables "
-            f"(its {what}), so it cannot be enumerated once for all particles. Give it a fixed "
-            f"{what}, or write the model with that variable marginalized."
+            f"(its {what}), so it cannot be enumerated once for all particles. Anneal it "
+            f"instead (discrete='auto' or 'anneal'), or give it a fixed {what}."
         )
     return np.asarray(graph.eval())
 
@@ -95,17 +100,35 @@ def finite_support(rv, random) -> np.ndarray:
             f"the discrete variable {name!r} ({type(op).__name__.removesuffix('RV')}) has an "
             "unbounded support, which cannot be summed out exactly. Summable discrete "
             "variables are Bernoulli, Categorical, DiscreteUniform, and Binomial or "
-            "BetaBinomial with a fixed n; marginalize this one analytically (e.g. a "
-            "Poisson-Binomial count is Poisson), or make it observed."
+            "BetaBinomial with a fixed n. Anneal this one instead (discrete='auto' or "
+            "'anneal'), or marginalize it analytically."
         )
     size = high - low + 1
     if size > MAX_SUPPORT:
         raise AnnealingError(
             f"the discrete variable {name!r} has {size:,} possible values ({low} to {high}), "
             f"more than the {MAX_SUPPORT:,} that can be summed exactly at every annealing "
-            "step. Use a coarser support (fewer values), or make it continuous."
+            "step. Anneal it instead (discrete='auto' or 'anneal'), or use a coarser support."
         )
     return np.arange(low, high + 1)
+
+
+class TooManyConfigurations(AnnealingError):
+    """Discrete variables whose joint support is too large to enumerate (``variables``, the
+    largest support first)."""
+
+    def __init__(self, message: str, variables: tuple[str, ...]):
+        super().__init__(message)
+        self.variables = variables
+
+
+def is_summable(rv, random) -> bool:
+    """Whether :func:`finite_support` accepts ``rv``."""
+    try:
+        finite_support(rv, random)
+    except AnnealingError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,12 +193,15 @@ class DiscreteSums:
         if count > MAX_CONFIGURATIONS:
             names = ", ".join(f"{v.name} ({len(v.support)} values"
                               + (f" x {v.size} elements)" if v.size > 1 else ")") for v in joint)
-            raise AnnealingError(
+            raise TooManyConfigurations(
                 f"the discrete variables {names} have {count:.3g} joint configurations, more "
                 f"than the {MAX_CONFIGURATIONS} that can be summed exactly, and they cannot be "
                 "summed element by element (an element's log-density terms depend on other "
-                "elements or on other vector-valued discrete variables). Reduce their "
-                "number or support, or marginalize them in the model."
+                "elements or on other vector-valued discrete variables). Anneal them instead "
+                "(discrete='auto' or 'anneal'), reduce their number or support, or "
+                "marginalize them in the model.",
+                tuple(v.name for v in sorted(joint, key=lambda v: -v.size * math.log(
+                    len(v.support))))
             )
         return cls._joint(tuple(joint), tuple(per_element))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -14,8 +15,10 @@ from pymc_anneal.driver import AnnealingRun, TuningOptions, run_annealing
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
+from pymc_anneal.kernels.compound import INNER_KERNELS
+from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.paths import fit_gaussian, gaussian_base_path
-from pymc_anneal.pymc.adapter import model_path
+from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_path
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_backend,
@@ -61,6 +64,7 @@ def sample_ais(
     fit_steps: int = 500,
     fit_draws: int | None = None,
     dlogz: float | None = None,
+    discrete: str = "auto",
 ) -> xr.DataTree:
     r"""Estimate the log marginal likelihood (evidence) of a PyMC model with AIS.
 
@@ -86,7 +90,10 @@ def sample_ais(
     element for labels independent given the rest and jointly otherwise, and drawn from
     their exact conditional at the end (:mod:`pymc_anneal.pymc.discrete`); the result's
     ``summed_discrete`` attribute names them. A model with only such variables gets its
-    evidence as one exact sum (standard error 0).
+    evidence as one exact sum (standard error 0). The others (a Poisson count) stay on the
+    path and are annealed: after each HMC transition, a Metropolis step on neighbouring
+    integers moves each of them (:mod:`pymc_anneal.kernels.compound`); ``annealed_discrete``
+    names them. ``discrete`` chooses the route.
 
     Parameters
     ----------
@@ -142,6 +149,13 @@ def sample_ais(
     fit_draws : int, optional
         With ``base="gaussian"``: particles of the fitting run; default
         ``min(max(num_pilot, 10 * d), 4000)`` for ``d`` parameters.
+    discrete : {"auto", "sum", "anneal"}, default "auto"
+        Discrete free variables: sum out those that can be summed and anneal the rest
+        (``"auto"``), sum all (an error where one cannot be), or anneal all. Summing tempers
+        the likelihood of the summed model, :math:`p(y \mid \theta)^\beta`; annealing
+        tempers the likelihood given the discrete values, :math:`p(y \mid \theta,
+        z)^\beta`. Both start from the normalized prior, so both estimate the same
+        evidence; summing has the lower variance.
 
     Returns
     -------
@@ -206,10 +220,24 @@ def sample_ais(
         variance = AUTO_VARIANCE if dlogz is None else min(
             AUTO_VARIANCE, float(np.log1p(draws * chains * dlogz**2)))
         main_tuning = dataclasses.replace(tuning, auto_variance=variance)
-    mp = model_path(model)
+    discrete = check_choice("discrete", discrete, DISCRETE_ROUTES)
+    mp = model_path(model, discrete)
     rng, seed_attr = check_random_seed(random_seed)
     if mp.path is None:
         return _exact_sum(model, mp, draws, chains, rng, backend, seed_attr)
+    annealed = _annealed_discrete(mp)
+    if annealed:
+        if base == "gaussian":
+            raise AnnealingError(
+                f'base="gaussian" cannot cover the annealed discrete variables {annealed}: '
+                'use base="prior" (the default), or sum them out (discrete="sum") where '
+                "their supports are finite.")
+        if not (isinstance(kernel, str) and kernel in INNER_KERNELS):
+            raise AnnealingError(
+                f"the annealed discrete variables {annealed} are moved by a Metropolis step "
+                f"composed with an HMC kernel; kernel must be one of {list(INNER_KERNELS)}, "
+                f"got {kernel!r}.")
+        kernel = functools.partial(build_compound_kernel, inner=kernel)
     run = dict(kernel=kernel, backend=backend, tuning=tuning, progressbar=progressbar,
                kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
     path, fit_info, fit_time = mp.path, {}, 0.0
@@ -247,7 +275,14 @@ def sample_ais(
                        attrs={"schedule": schedule if isinstance(schedule, str) else "custom",
                               "base": base, **fit_info, "random_seed": seed_attr,
                               "model": model.name or None,
-                              "summed_discrete": list(mp.summed) or None})
+                              "summed_discrete": list(mp.summed) or None,
+                              "annealed_discrete": annealed or None})
+
+
+def _annealed_discrete(mp) -> list[str]:
+    dims = set(mp.path.discrete_dims)
+    return [name for name, sl, _ in mp.value_slices
+            if dims.intersection(range(sl.start, sl.stop))]
 
 
 def _coords_dims(model, variables):

@@ -214,7 +214,7 @@ def test_discrete_free_variable_is_explained():
         k = pm.Poisson("k", 3.0)
         pm.Normal("y", k, 1.0, observed=[2.0])
         with pytest.raises(pa.AnnealingError, match="'k' .Poisson. has an unbounded support"):
-            pa.sample_ais(**FAST)
+            pa.sample_ais(**FAST, discrete="sum")
 
 
 def test_model_without_data_is_refused():
