@@ -68,7 +68,8 @@ from pymc_anneal.backends import CompiledFunction, compile_function
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels import build_hmc_kernel
 from pymc_anneal.kernels.hmc import default_refresh
-from pymc_anneal.pymc.adapter import model_path, refuse_discrete
+from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
+from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.validation import check_backend, check_count
 
 __all__ = ["HMCKernel"]
@@ -90,11 +91,15 @@ def _build_mutation_graph(
     the particles' shape are constants of the graph: every stage has the same, and JAX
     compiles only loops of a static length over arrays of static shape.
     """
-    refuse_discrete(model, "the SMC kernel")
-    path = model_path(model).path
-    kernel = build_hmc_kernel(
-        path, persistent_momentum=True, num_leapfrog_steps=num_leapfrog_steps
-    )
+    # every free variable stays on the path, in PyMC's particle layout: discrete ones as
+    # integer coordinates, moved by the compound kernel's Metropolis steps
+    path = model_path(model, "anneal").path
+    if path.discrete_dims:
+        kernel = build_compound_kernel(path, inner="hais", num_leapfrog_steps=num_leapfrog_steps)
+    else:
+        kernel = build_hmc_kernel(
+            path, persistent_momentum=True, num_leapfrog_steps=num_leapfrog_steps
+        )
     rng = random_generator_type("rng")
     shape = (draws, path.num_dims)
     position = pt.tensor("position", dtype="float64", shape=shape)
@@ -106,7 +111,8 @@ def _build_mutation_graph(
 
     def step_params(eps_, gamma_, inv_mass_):
         return {"step_size": eps_, "inv_mass": inv_mass_,
-                "momentum_scale": pt.ones_like(inv_mass_), "refresh": gamma_}
+                "momentum_scale": pt.ones_like(inv_mass_), "refresh": gamma_,
+                "discrete_moves": pt.constant(1.0)}
 
     # the kernel's state at the particles, with their persistent momenta (the momentum the
     # kernel would draw is not used)
@@ -147,8 +153,10 @@ class HMCKernel(SMC_KERNEL):
     r"""SMC mutation by Hamiltonian Monte Carlo with persistent momentum.
 
     Use it as ``pm.sample_smc(kernel=HMCKernel, **kernel_kwargs)``; the keyword arguments
-    below are passed through :func:`pymc.sample_smc`. The model must have continuous
-    free variables with proper priors (gradients are needed) and observed data.
+    below are passed through :func:`pymc.sample_smc`. The model must have proper priors and
+    observed data. Discrete free variables are moved exactly, by a Metropolis step on
+    neighbouring integers after each HMC transition (:mod:`pymc_anneal.kernels.compound`),
+    instead of the rounding of PyMC's own kernels.
 
     Parameters
     ----------
