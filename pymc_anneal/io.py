@@ -88,6 +88,8 @@ def to_datatree(
         "divergences": result.step_stats["divergences"],
         "log_marginal_likelihood": result.step_stats["log_z"],
         "ess": result.step_stats["ess"],
+        **{name: value for name, value in result.step_stats.items()  # a kernel's own
+           if name not in ("acceptance_rate", "divergences", "log_z", "ess", "log_ratio_var")},
     }
     step_dims = {name: ["chain", "step"] for name in step_stats}
     attrs = {

@@ -61,7 +61,9 @@ def _chain_statistics(log_w, slope, info, chains):
     mean = (weights * ratio).sum(axis=1)
     ratio_var = (weights * (ratio - mean[:, None]) ** 2).sum(axis=1)
     ratio_var = pt.switch(pt.isfinite(lse), ratio_var, 0.0)
-    return accept, diverge.astype("int64"), log_z, ess, ratio_var
+    extra = [pt.as_tensor(x).astype("float64").reshape((chains, -1)).mean(axis=1)
+             for x in info.extra]
+    return accept, diverge.astype("int64"), log_z, ess, ratio_var, *extra
 
 
 def _build_chunk(path, kernel: Kernel, backend: str, sizes) -> CompiledFunction:
@@ -108,7 +110,8 @@ def _build_chunk(path, kernel: Kernel, backend: str, sizes) -> CompiledFunction:
     outputs = pytensor.scan(
         one_step,
         sequences=[beta, delta_beta, *param_in],
-        outputs_info=[rng, *state_in, log_weight, *([None] * len(STAT_NAMES))],
+        outputs_info=[rng, *state_in, log_weight,
+                      *([None] * (len(STAT_NAMES) + len(kernel.statistics)))],
         non_sequences=[chains, *path_in.values()],
         return_updates=False,
     )
@@ -168,6 +171,7 @@ class CompiledLoop:
     init_fn: CompiledFunction
     chunk_fn: CompiledFunction
     chunk_length: int | None  # static steps per call (JAX), else None
+    stat_names: tuple[str, ...] = STAT_NAMES  # and the kernel's own statistics
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -196,7 +200,7 @@ class CompiledLoop:
         num_state = len(self.field_names)
         new_state = dict(zip(self.field_names, out[1:1 + num_state]))
         stats = {name: np.asarray(o)[:length]
-                 for name, o in zip(STAT_NAMES, out[2 + num_state:])}
+                 for name, o in zip(self.stat_names, out[2 + num_state:])}
         return out[0], new_state, out[1 + num_state], stats
 
 
@@ -205,4 +209,5 @@ def build_loop(path, kernel: Kernel, backend: str, sizes=None) -> CompiledLoop:
     return CompiledLoop(kernel.parameters, tuple(f.name for f in kernel.state),
                         _build_init(path, kernel, backend),
                         _build_chunk(path, kernel, backend, sizes),
-                        None if sizes is None else sizes[2])
+                        None if sizes is None else sizes[2],
+                        STAT_NAMES + tuple(kernel.statistics))

@@ -23,6 +23,7 @@ class Info(NamedTuple):
     acceptance_rate: TensorVariable  # (N,) Metropolis acceptance probability min(1, exp(dH))
     is_accepted: TensorVariable  # (N,) bool
     is_divergent: TensorVariable  # (N,) bool: non-finite or exploding energy
+    extra: tuple = ()  # (N,) each: the kernel's own statistics, named by Kernel.statistics
 
 
 class StateField(NamedTuple):
@@ -117,6 +118,10 @@ class Kernel:
         The acceptance rate the pilot aims at when it tunes an ``"acceptance"`` parameter.
     structure : tuple
         Hashable; everything that changes the graph's structure (it keys compiled loops).
+    statistics : tuple of str, optional
+        Names of the kernel's own per-step statistics, returned per particle in
+        ``info.extra`` (in this order); the driver records their mean per chain and step
+        next to ``acceptance_rate``.
     """
 
     name: str
@@ -127,6 +132,7 @@ class Kernel:
     step: Callable[..., tuple[Any, Any, Info]]
     target_acceptance: float
     structure: tuple
+    statistics: tuple[str, ...] = ()
 
     def __post_init__(self):
         names = tuple(f.name for f in self.state)

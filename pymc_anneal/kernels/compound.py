@@ -22,7 +22,8 @@ the design notes, which tempers the likelihood given the discrete values,
 
 Cost: one evaluation of the log density per integer coordinate per step, plus one with
 gradients. The ``acceptance_rate`` in the results (and what the pilot tunes the step size
-to) is the continuous kernel's.
+to) is the continuous kernel's; each integer coordinate's acceptance rate is a statistic of
+its own (:data:`STATISTIC_PREFIX`).
 """
 
 from __future__ import annotations
@@ -34,10 +35,14 @@ from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels.base import Info, Kernel, StepParameter
 from pymc_anneal.paths import Path
 
-__all__ = ["INNER_KERNELS", "build_kernel", "proposal_widths"]
+__all__ = ["INNER_KERNELS", "STATISTIC_PREFIX", "build_kernel", "proposal_widths"]
 
 INNER_KERNELS = ("hais", "hmc")
 """The continuous kernels the compound kernel can wrap (they honour ``discrete_dims``)."""
+
+STATISTIC_PREFIX = "discrete_acceptance_"
+"""The kernel's statistics: the Metropolis acceptance probability of integer coordinate j,
+``discrete_acceptance_{j}``, averaged over each chain's particles at each step."""
 
 MOVES = StepParameter("discrete_moves", default=1.0, no_op=0.0)
 """1: propose integer moves; 0 (JAX's padding steps): propose none, leaving the state as is."""
@@ -76,6 +81,7 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         rng, state, info = base.step(rng, state, beta, params, path_params)
         position, log_base, log_ratio = state.position, state.log_base, state.log_ratio
         n = position.shape[0]
+        rates = []
         for j, width in zip(dims, widths):
             rng, size = pt.random.integers(1, int(width) + 1, size=(n,), rng=rng,
                                            return_next_rng=True)
@@ -89,6 +95,7 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
                                    -np.inf, pt.minimum(log_accept, 0.0))
             rng, uniform = pt.random.uniform(size=(n,), rng=rng, return_next_rng=True)
             accepted = pt.log(uniform) < log_accept
+            rates.append(pt.exp(log_accept))
             position = pt.switch(accepted[:, None], proposal, position)
             log_base = pt.switch(accepted, point.log_base, log_base)
             log_ratio = pt.switch(accepted, point.log_ratio, log_ratio)
@@ -96,7 +103,7 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         state = state._replace(position=position, log_base=point.log_base,
                                log_ratio=point.log_ratio, grad_log_base=point.grad_log_base,
                                grad_log_ratio=point.grad_log_ratio)
-        return rng, state, info
+        return rng, state, info._replace(extra=(*info.extra, *rates))
 
     return Kernel(
         name=f"{base.name}+discrete",
@@ -107,4 +114,5 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         step=step,
         target_acceptance=base.target_acceptance,
         structure=("discrete", base.structure, dims, tuple(int(w) for w in widths)),
+        statistics=(*base.statistics, *(f"{STATISTIC_PREFIX}{j}" for j in dims)),
     )

@@ -15,7 +15,7 @@ from pymc_anneal.driver import AnnealingRun, TuningOptions, run_annealing
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
-from pymc_anneal.kernels.compound import INNER_KERNELS
+from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.paths import fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_path
@@ -265,6 +265,11 @@ def sample_ais(
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            **{**run, "tuning": main_tuning})
     check_weights(result.log_weights)
+    for name, sl, _ in mp.value_slices:  # integer coordinates' acceptance, per variable
+        rates = [result.step_stats.pop(f"{STATISTIC_PREFIX}{j}", None)
+                 for j in range(sl.start, sl.stop)]
+        if rates and rates[0] is not None:
+            result.step_stats[f"{name}_acceptance_rate"] = np.mean(rates, axis=0)
     if base == "gaussian":  # whitened coordinates -> the model's value space
         chol = path.parameters["base_chol"]
         result.positions = path.parameters["base_mean"] + result.positions @ chol.T

@@ -276,6 +276,25 @@ def test_compound_kernel_reaches_and_keeps_the_tempered_target(beta):
     assert np.mean(accept) > 0.3  # the continuous part moves too
 
 
+def test_all_discrete_model_can_be_annealed_alone():
+    """n ~ Poisson(4) (unbounded, annealed) and y ~ Binomial(n, 1/2) observed: no continuous
+    variable at all, so the transitions are the integer Metropolis steps alone. The
+    evidence is a sum over n."""
+    with pm.Model():
+        n = pm.Poisson("n", 4.0)
+        pm.Binomial("y", n, 0.5, observed=[3, 2])
+        idata = pa.sample_ais(draws=500, chains=2, num_steps=300, random_seed=13,
+                              progressbar=False)
+    counts = np.arange(3, 200)
+    exact = special.logsumexp(stats.poisson.logpmf(counts, 4.0)
+                              + stats.binom.logpmf(3, counts, 0.5)
+                              + stats.binom.logpmf(2, counts, 0.5))
+    est = pa.log_evidence(idata)
+    assert abs(est.log_evidence - exact) < 3 * max(est.standard_error, est.chain_sd), est
+    assert idata.attrs["annealed_discrete"] == ["n"]
+    assert 0.1 < float(idata["annealing_stats"]["n_acceptance_rate"].mean()) < 1.0
+
+
 @pytest.mark.slow
 def test_latent_count_evidence_at_the_defaults():
     """N ~ Poisson(10) (unbounded: annealed), y_j ~ Binomial(N, p), p ~ Beta(2, 2): the
@@ -286,6 +305,8 @@ def test_latent_count_evidence_at_the_defaults():
     _check(pa.log_evidence(idata), case.log_evidence)
     assert idata.attrs["annealed_discrete"] == ["N"]
     assert idata.attrs["kernel"] == "hais+discrete"
+    rate = idata["annealing_stats"]["N_acceptance_rate"]
+    assert rate.shape == (4, 2000) and 0.05 < float(rate.mean()) < 1.0
     assert idata["posterior"]["N"].dtype.kind == "i"
 
 
