@@ -32,7 +32,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.kernels.base import Info, Kernel, StepParameter
+from pymc_anneal.kernels.base import Kernel, StepParameter
 from pymc_anneal.paths import Path
 
 __all__ = ["INNER_KERNELS", "STATISTIC_PREFIX", "build_kernel", "proposal_widths"]
