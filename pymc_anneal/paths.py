@@ -112,6 +112,10 @@ class Path(_Contract):
         annealed rather than summed out): the base draws them as integers, gradient-based
         kernels leave them alone (HMC gives them no momentum), and the ``"discrete"``
         compound kernel (:mod:`pymc_anneal.kernels.compound`) moves them.
+    discrete_supports : tuple, optional
+        For each of ``discrete_dims``, ``(low, high)`` when its support is a small finite
+        range (the compound kernel then draws it from its exact tempered conditional), or
+        ``None`` (Metropolis on neighbouring integers). Empty: ``None`` for all.
     """
 
     num_dims: int
@@ -126,6 +130,7 @@ class Path(_Contract):
     info: dict = field(default_factory=dict, compare=False)
     lower_bounds: np.ndarray | None = field(default=None, compare=False)
     discrete_dims: tuple[int, ...] = ()
+    discrete_supports: tuple = ()
 
     dtype = "float64"
     capabilities = ("evaluate",)

@@ -6,12 +6,15 @@ inverse temperature :math:`\beta`:
 
 1. the inner HMC kernel (``"hais"`` or ``"hmc"``) moves the continuous coordinates; it gives
    the integer coordinates no momentum, and their gradient is zero, so they stay put;
-2. each integer coordinate :math:`j` in turn proposes :math:`z_j' = z_j \pm k`, with the
-   sign uniform and :math:`k` uniform on :math:`\{1, \dots, w_j\}` (a symmetric proposal),
-   accepted with probability :math:`\min(1, f_\beta(z') / f_\beta(z))`. Values outside the
-   support have :math:`\log f = -\infty` and are rejected. :math:`w_j` is the rounded prior
-   standard deviation of the coordinate (at least 1), so a count of prior scale 30 moves in
-   steps of up to 30, while a 0/1 variable flips;
+2. each integer coordinate :math:`j` in turn: on a small finite support (the path's
+   ``discrete_supports``, at most :data:`MAX_GIBBS_SUPPORT` values) it is drawn from its
+   exact tempered conditional :math:`f_\beta(z_j \mid \cdot)` (Gibbs; one evaluation per
+   value); otherwise it proposes :math:`z_j' = z_j \pm k`, with the sign uniform and
+   :math:`k` uniform on :math:`\{1, \dots, w_j\}` (a symmetric proposal), accepted with
+   probability :math:`\min(1, f_\beta(z') / f_\beta(z))`. Values outside the support have
+   :math:`\log f = -\infty` and are rejected. :math:`w_j` is the rounded prior standard
+   deviation of the coordinate (at least 1), so a count of prior scale 30 moves in steps of
+   up to 30;
 3. the cached log densities and gradients are recomputed at the new position (the inner
    kernel's persistent momentum is kept).
 
@@ -35,7 +38,8 @@ from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels.base import Kernel, StepParameter
 from pymc_anneal.paths import Path
 
-__all__ = ["INNER_KERNELS", "STATISTIC_PREFIX", "build_kernel", "proposal_widths"]
+__all__ = ["INNER_KERNELS", "MAX_GIBBS_SUPPORT", "STATISTIC_PREFIX", "build_kernel",
+           "proposal_widths"]
 
 INNER_KERNELS = ("hais", "hmc")
 """The continuous kernels the compound kernel can wrap (they honour ``discrete_dims``)."""
@@ -43,6 +47,10 @@ INNER_KERNELS = ("hais", "hmc")
 STATISTIC_PREFIX = "discrete_acceptance_"
 """The kernel's statistics: the Metropolis acceptance probability of integer coordinate j,
 ``discrete_acceptance_{j}``, averaged over each chain's particles at each step."""
+
+MAX_GIBBS_SUPPORT = 32
+"""Integer coordinates with at most this many values are drawn from their exact tempered
+conditional (one evaluation per value); larger ones move by Metropolis."""
 
 MOVES = StepParameter("discrete_moves", default=1.0, no_op=0.0)
 """1: propose integer moves; 0 (JAX's padding steps): propose none, leaving the state as is."""
@@ -76,13 +84,42 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
     path.require("evaluate", "kernel 'discrete'")
     base = resolve_kernel(KERNELS[inner], path, num_leapfrog_steps=num_leapfrog_steps)
     widths = proposal_widths(path)
+    supports = tuple(path.discrete_supports) or (None,) * len(dims)
+    supports = tuple(None if sp is None or sp[1] - sp[0] + 1 > MAX_GIBBS_SUPPORT
+                     else (int(sp[0]), int(sp[1])) for sp in supports)
+
+    def _gibbs(rng, position, log_base, log_ratio, j, support, beta, params, path_params):
+        """Draw coordinate j from f_beta over its support (Gumbel-max over all values);
+        with ``discrete_moves`` = 0 the current value is kept."""
+        values = np.arange(support[0], support[1] + 1, dtype="float64")
+        k, n = len(values), position.shape[0]
+        stacked = pt.set_subtensor(pt.tile(position, (k, 1))[:, j],
+                                   pt.repeat(pt.as_tensor(values), n))
+        point = path.evaluate(stacked, gradients=False, params=path_params)
+        base_kn, ratio_kn = point.log_base.reshape((k, n)), point.log_ratio.reshape((k, n))
+        logits = _tempered(base_kn, ratio_kn, beta)
+        logits = pt.switch(pt.isnan(logits), -np.inf, logits)
+        rng, gumbel = pt.random.gumbel(0.0, 1.0, size=(k, n), rng=rng, return_next_rng=True)
+        choice = pt.argmax(logits + gumbel, axis=0)
+        columns = pt.arange(n)
+        moved = pt.gt(params["discrete_moves"], 0)
+        new_value = pt.switch(moved, pt.as_tensor(values)[choice], position[:, j])
+        position = pt.set_subtensor(position[:, j], new_value)
+        log_base = pt.switch(moved, base_kn[choice, columns], log_base)
+        log_ratio = pt.switch(moved, ratio_kn[choice, columns], log_ratio)
+        return rng, position, log_base, log_ratio
 
     def step(rng, state, beta, params, path_params):
         rng, state, info = base.step(rng, state, beta, params, path_params)
         position, log_base, log_ratio = state.position, state.log_base, state.log_ratio
         n = position.shape[0]
         rates = []
-        for j, width in zip(dims, widths):
+        for j, width, support in zip(dims, widths, supports):
+            if support is not None:  # exact tempered conditional over a small support
+                rng, position, log_base, log_ratio = _gibbs(
+                    rng, position, log_base, log_ratio, j, support, beta, params, path_params)
+                rates.append(pt.ones((n,), dtype="float64"))
+                continue
             rng, size = pt.random.integers(1, int(width) + 1, size=(n,), rng=rng,
                                            return_next_rng=True)
             rng, sign = pt.random.integers(0, 2, size=(n,), rng=rng, return_next_rng=True)
@@ -113,6 +150,6 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         init=base.init,
         step=step,
         target_acceptance=base.target_acceptance,
-        structure=("discrete", base.structure, dims, tuple(int(w) for w in widths)),
+        structure=("discrete", base.structure, dims, tuple(int(w) for w in widths), supports),
         statistics=(*base.statistics, *(f"{STATISTIC_PREFIX}{j}" for j in dims)),
     )

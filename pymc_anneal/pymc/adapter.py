@@ -39,6 +39,7 @@ from pymc_anneal.pymc.discrete import (
     DiscreteSums,
     TooManyConfigurations,
     compile_check,
+    finite_support,
     is_summable,
 )
 
@@ -331,18 +332,25 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
         draws = np.stack([draw_fn() for _ in range(num_draws)])
         return np.asarray(draws, dtype=np.float64).reshape(num_draws, num_dims)
 
-    slices, discrete_dims, start = [], [], 0
+    slices, discrete_dims, supports, start = [], [], [], 0
+    random = set(model.value_vars) | set(model.free_RVs)
     for v in state:
         shape = tuple(np.shape(initial_point[v.name]))
         size = int(np.prod(shape, dtype=int))
         slices.append((v.name, slice(start, start + size), shape))
         if _is_discrete(v):
             discrete_dims.extend(range(start, start + size))
+            try:  # a finite range: the compound kernel may draw it exactly
+                values = finite_support(model.values_to_rvs[v], random)
+                support = (int(values[0]), int(values[-1]))
+            except AnnealingError:
+                support = None
+            supports.extend([support] * size)
         start += size
     path = Path(num_dims=num_dims, build_log_densities=build_log_densities,
                 sample_base=sample_base, log_base_normalizer=0.0,
                 base_scale=_prior_scale(sample_base, num_dims), name=model.name or "model",
-                discrete_dims=tuple(discrete_dims))
+                discrete_dims=tuple(discrete_dims), discrete_supports=tuple(supports))
     return ModelPath(path=path, value_slices=tuple(slices), **common)
 
 

@@ -220,22 +220,33 @@ def test_routes_without_discrete_support_refuse_them():
 # -- the annealed route: discrete variables stay on the path ----------------------------
 
 
-def _compound_chain(beta: float, steps: int, num: int, seed: int):
+def _log_prior(z, gibbs: bool):
+    """Binomial(5, 0.4) (a finite support: exact Gibbs) or Poisson(3) (Metropolis)."""
+    if gibbs:
+        inside = (z >= 0) & (z <= 5)
+        zc = pt.clip(z, 0, 5)
+        log_p = (pt.gammaln(6.0) - pt.gammaln(zc + 1) - pt.gammaln(6 - zc)
+                 + zc * np.log(0.4) + (5 - zc) * np.log(0.6))
+        return pt.switch(inside, log_p, -np.inf)
+    return pt.switch(z >= 0, z * np.log(3.0) - 3.0 - pt.gammaln(pt.maximum(z, 0) + 1), -np.inf)
+
+
+def _compound_chain(beta: float, steps: int, num: int, seed: int, gibbs: bool):
     """Run the compound kernel at a fixed beta on x ~ N(0, 1) and an integer z with
-    f_beta(z) = Poisson(z | 3) Binomial(2 | z, 1/2)^beta, from z = 2 for every particle."""
+    f_beta(z) = prior(z) Binomial(2 | z, 1/2)^beta, from z = 2 for every particle."""
     from pymc_anneal.kernels.compound import build_kernel
     from pymc_anneal.paths import Path
 
     def log_densities(position):
         x, z = position[:, 0], position[:, 1]
-        log_base = (-0.5 * x**2 - 0.5 * np.log(2 * np.pi)
-                    + pt.switch(z >= 0, z * np.log(3.0) - 3.0 - pt.gammaln(z + 1), -np.inf))
+        log_base = -0.5 * x**2 - 0.5 * np.log(2 * np.pi) + _log_prior(z, gibbs)
         log_ratio = pt.switch(z >= 2, pt.log(z * (z - 1) / 2) + z * np.log(0.5), -np.inf)
         return log_base, log_ratio
 
     path = Path(num_dims=2, build_log_densities=log_densities,
                 sample_base=lambda rng, n: np.c_[rng.normal(size=n), rng.poisson(3.0, n)],
-                base_scale=np.array([1.0, np.sqrt(3.0)]), discrete_dims=(1,))
+                base_scale=np.array([1.0, np.sqrt(3.0)]), discrete_dims=(1,),
+                discrete_supports=((0, 5),) if gibbs else ())
     kernel = build_kernel(path)
     params = {"step_size": pt.constant(0.8), "refresh": pt.constant(0.5),
               "inv_mass": pt.constant(np.ones(2)), "momentum_scale": pt.constant(np.ones(2)),
@@ -247,23 +258,29 @@ def _compound_chain(beta: float, steps: int, num: int, seed: int):
     symbols = [f.type() for f in fields]
     rng_2, new, info = kernel.step(rng, kernel.state_type(*symbols), pt.constant(beta), params, {})
     init = pytensor.function([position], fields, updates={rng: rng_1}, mode="FAST_COMPILE")
-    step = pytensor.function(symbols, [*new, info.acceptance_rate], updates={rng: rng_2},
-                             mode="FAST_COMPILE")
+    step = pytensor.function(symbols, [*new, info.acceptance_rate, *info.extra],
+                             updates={rng: rng_2}, mode="FAST_COMPILE")
     values = init(np.c_[np.zeros(num), np.full(num, 2.0)])
     for _ in range(steps):
-        *values, accept = step(*values)
-    return values[0], accept
+        *values, accept, discrete_accept = step(*values)
+    return values[0], accept, discrete_accept
 
 
+@pytest.mark.parametrize("gibbs", [False, True], ids=["metropolis", "gibbs"])
 @pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
-def test_compound_kernel_reaches_and_keeps_the_tempered_target(beta):
+def test_compound_kernel_reaches_and_keeps_the_tempered_target(beta, gibbs):
     """From z = 2 everywhere, 150 compound steps at a fixed beta give the exact tempered
-    conditional of z (chi-square) and x ~ N(0, 1) (KS); at beta = 0 that is the prior."""
-    position, accept = _compound_chain(beta, steps=150, num=4000, seed=int(10 * beta))
+    conditional of z (chi-square) and x ~ N(0, 1) (KS); at beta = 0 that is the prior.
+    Unbounded z (Poisson prior) moves by Metropolis, bounded z (Binomial(5) prior) by
+    exact Gibbs."""
+    position, accept, discrete_accept = _compound_chain(
+        beta, steps=150 if not gibbs else 30, num=4000, seed=int(10 * beta) + 5 * gibbs,
+        gibbs=gibbs)
     z = position[:, 1]
     assert np.all(z == np.round(z)) and z.min() >= 0
     support = np.arange(40)
-    log_p = stats.poisson.logpmf(support, 3.0)
+    log_p = (stats.binom.logpmf(support, 5, 0.4) if gibbs
+             else stats.poisson.logpmf(support, 3.0))
     log_lik = np.where(support >= 2, stats.binom.logpmf(2, np.maximum(support, 2), 0.5), -np.inf)
     log_p = log_p + (beta * log_lik if beta > 0 else 0.0)
     p = special.softmax(log_p)
@@ -271,9 +288,14 @@ def test_compound_kernel_reaches_and_keeps_the_tempered_target(beta):
     observed = np.r_[np.bincount(z.astype(int), minlength=top)[:top], np.sum(z >= top)]
     expected = np.r_[p[:top], p[top:].sum()] * len(z)
     keep = expected > 0
+    assert observed[~keep].sum() == 0
     assert stats.chisquare(observed[keep], expected[keep]).pvalue > 1e-3
     assert stats.kstest(position[:, 0], "norm").pvalue > 1e-3
     assert np.mean(accept) > 0.3  # the continuous part moves too
+    if gibbs:
+        assert np.all(discrete_accept == 1.0)
+    else:
+        assert 0.05 < np.mean(discrete_accept) < 1.0
 
 
 def test_all_discrete_model_can_be_annealed_alone():
