@@ -36,9 +36,10 @@ After annealing, the summed-out variables come back from their exact conditional
 posterior holds them with their integer dtype.
 
 We measured pymc-extras' ``marginalize`` (0.15.1) as the alternative: it pins ``pymc<6.4``
-and ``pytensor<3.4``, so it cannot be installed beside PyMC 6.4 without overriding its
-requirements, and its marginalized model has no annealing split (prior against likelihood).
-This module is ours, small, and works on the log-density graphs PyMC already gives.
+and ``pytensor<3.4`` (``pip install --dry-run pymc-extras==0.15.1`` beside PyMC 6.4 would
+downgrade PyMC to 6.3.2, 2026-11-24), and its marginalized model has no annealing split
+(prior against likelihood) nor the per-element check below. This module is ours, small,
+and works on the log-density graphs PyMC already gives.
 """
 
 from __future__ import annotations
