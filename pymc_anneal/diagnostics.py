@@ -40,6 +40,7 @@ __all__ = [
     "HEAVY_TAIL_K",
     "LOW_ESS_FRACTION",
     "MIN_EFFECTIVE_PARTICLES",
+    "NUMERICAL_NOISE",
     "check_weights",
     "weight_warnings",
 ]
@@ -59,16 +60,23 @@ CHAIN_DISAGREEMENT = 3.0
 (a false alarm has probability 0.3% with 2 chains and about 1e-5 with 4 if the error is right)."""
 
 
+NUMERICAL_NOISE = 1e-9
+"""Spreads of log weights below this many nats are rounding, not Monte Carlo error (a
+path whose log ratio is constant gives every particle the same weight up to rounding)."""
+
+
 def weight_warnings(log_w: np.ndarray) -> list[str]:
     """The warnings :func:`check_weights` raises for log weights of shape (chains, draws),
     as messages (none when the estimate and its standard error can be trusted)."""
     log_w = np.atleast_2d(np.asarray(log_w, dtype=np.float64))
+    if np.all(np.isfinite(log_w)) and np.ptp(log_w) < NUMERICAL_NOISE:
+        return []  # equal weights: the estimate is exact, whatever the number of particles
     messages = []
     pooled = estimate_log_z(log_w.ravel())
     per_chain = log_mean_exp(log_w, axis=1)
     if log_w.shape[0] > 1 and np.all(np.isfinite(per_chain)):
         chain_sd = per_chain.std(ddof=1) / np.sqrt(per_chain.size)
-        if chain_sd > CHAIN_DISAGREEMENT * pooled.standard_error:
+        if chain_sd > max(CHAIN_DISAGREEMENT * pooled.standard_error, NUMERICAL_NOISE):
             messages.append(
                 f"the chains disagree: their log evidence estimates {np.round(per_chain, 3).tolist()} "
                 f"spread by {chain_sd:.3g} (sd / sqrt(chains)), more than "

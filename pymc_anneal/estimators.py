@@ -89,7 +89,8 @@ def pareto_k(log_w) -> float:
     ``arviz_stats``, to the largest :math:`\min(N/5, 3\sqrt N)` weights. :math:`\hat k <
     1/2`: finite variance, the standard error can be trusted; :math:`\hat k \ge 1/2`: a heavy
     tail, the sample has not seen the weights that matter and the estimate is biased low.
-    Weights of zero are dropped; NaN with fewer than :data:`MIN_PARETO_DRAWS` left.
+    Weights of zero are dropped; NaN with fewer than :data:`MIN_PARETO_DRAWS` left, or when
+    all weights are equal up to rounding (a spread below 1e-9 nat).
 
     ``arviz_stats``' ``psislw`` follows the LOO convention: it takes the *log-likelihood*
     and smooths the weights ``exp(-log_lik)``, so it is called with ``-log_w``.
@@ -98,7 +99,7 @@ def pareto_k(log_w) -> float:
 
     log_w = np.asarray(log_w, dtype=np.float64).ravel()
     log_w = log_w[np.isfinite(log_w)]
-    if log_w.size < MIN_PARETO_DRAWS or np.ptp(log_w) == 0.0:
+    if log_w.size < MIN_PARETO_DRAWS or np.ptp(log_w) < 1e-9:  # equal up to rounding
         return float("nan")
     return float(array_stats.psislw(-(log_w - log_w.max()), r_eff=1.0)[1])
 

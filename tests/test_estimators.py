@@ -76,3 +76,14 @@ def test_pareto_k_bounded_weights_and_too_few():
     assert np.isnan(pareto_k(rng.standard_normal(10)))
     assert np.isnan(pareto_k(np.zeros(100)))
     assert np.isfinite(pareto_k(np.r_[np.full(50, -np.inf), rng.standard_normal(100)]))
+
+
+def test_equal_weights_raise_no_warning():
+    """A path whose log ratio is constant gives every particle the same weight up to
+    rounding: the estimate is exact, so no warning, whatever the number of particles."""
+    from pymc_anneal.diagnostics import weight_warnings
+
+    log_w = np.full((2, 20), -56.25) + 1e-14 * np.random.default_rng(0).standard_normal((2, 20))
+    assert weight_warnings(log_w) == []
+    noisy = np.full((2, 20), -56.25) + 0.3 * np.random.default_rng(0).standard_normal((2, 20))
+    assert weight_warnings(noisy)  # 40 particles with real spread: too few to trust

@@ -196,3 +196,28 @@ def test_raise_digits_brackets_the_exact_values(capsys, tmp_path):
         assert abs(stats["gap"].values[-1]) < 0.1, (name, base)
         assert abs(stats["raise"].values[-1] - exact) < 0.1, (name, base)
     assert all(path.is_file() for path in result["figures"])
+
+
+@pytest.mark.slow
+@JAX_SKIPS_CHECKS
+@pytest.mark.filterwarnings("ignore::pymc_anneal.AnnealingWarning")  # N = 10: rightly warned
+def test_hais_poe_comparison_against_closed_forms(capsys, tmp_path):
+    """The HAIS paper's comparison in fast mode (JAX): every method's log Z of the complete
+    36-d POEs is near the closed form at N = 100 (3 SE + 0.1 nat: 200 particles), the
+    Table-1 rows are the exact values within their error, and the Phi = 0 sanity check is
+    exact."""
+    example = _load("hais_poe")
+    result = example.main(fast=True, outdir=tmp_path, backend="jax")
+    out = capsys.readouterr().out
+    assert "Average test log-likelihood" in out and "Sanity check" in out
+    results = result["results"]
+    assert set(results.method) == {"hais", "hmc", "metropolis"}
+    assert set(results.model) == {"laplace", "student_t"}
+    assert np.all(np.isfinite(results.log_z))
+    last = results[results.num_steps == results.num_steps.max()]
+    assert np.all(np.abs(last.error) < 3 * last.se + 0.1), last
+    for row in result["table"].itertuples():
+        assert abs(row.hais - row.exact) < 3 * row.hais_se + 0.1, row
+    check = result["phi_zero"]
+    assert check["estimate"] == pytest.approx(check["exact"], abs=1e-8) and check["se"] < 1e-8
+    assert all(path.is_file() for path in result["figures"])
