@@ -1,8 +1,12 @@
 """Compilation for the three PyTensor backends; the only module that knows about them.
 
 ``"numba"`` (PyTensor 3's default mode, LLVM through Numba, cached on disk), ``"c"``
-(PyTensor's C VM, ``mode="CVM"``) and ``"jax"`` (XLA; optional extra). Randomness is an
-explicit input and output of every compiled function: callers pass a
+(PyTensor's C VM, ``mode="CVM"``) and ``"jax"`` (XLA; optional extra). ``"auto"``, the
+default of every public function, is JAX when it is installed and Numba otherwise: a user
+waits for the compiler on every new model, and JAX compiles an annealing loop in about a
+second where Numba's first JIT of it takes 15-60 s (``benchmarks/bench_evidence.py``).
+
+Randomness is an explicit input and output of every compiled function: callers pass a
 :class:`numpy.random.Generator` and get the advanced one back, so the same seed gives the
 same draws, and C and Numba give bit-identical results. On JAX, PyTensor converts the
 Generator to a JAX key at each call, so results are reproducible but follow JAX's own stream.
@@ -18,19 +22,44 @@ import pytensor
 
 from pymc_anneal.exceptions import AnnealingError
 
-__all__ = ["BACKENDS", "CompiledFunction", "compile_function", "validate_backend"]
+__all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "CompiledFunction", "compile_function",
+           "compile_loop", "compile_one_off", "default_backend", "python_mode",
+           "static_loop_length", "validate_backend"]
 
 BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
-"""Backend names accepted by ``backend=`` and the PyTensor mode each compiles to."""
+"""Backend names accepted by ``backend=`` (besides ``"auto"``) and the PyTensor mode each
+compiles to."""
+
+JAX_LOOP_LENGTH = 32
+"""Steps per call of a JAX loop. JAX needs static shapes, so every call runs exactly this
+many steps (callers pad a shorter run with steps that change nothing, and split a longer
+one), and the shapes of a path's parameters are static too; the numbers of particles and
+chains stay free, and JAX compiles once per distinct shape."""
+
+
+def static_loop_length(backend: str) -> int | None:
+    """The number of steps every call of a compiled loop must run on ``backend`` (with
+    static parameter shapes), or None where any number goes."""
+    return JAX_LOOP_LENGTH if validate_backend(backend) == "jax" else None
+
+
+def default_backend() -> str:
+    """What ``backend="auto"`` means here: ``"jax"`` if JAX is installed, else ``"numba"``."""
+    import importlib.util
+
+    return "jax" if importlib.util.find_spec("jax") is not None else "numba"
 
 
 def validate_backend(backend: str) -> str:
-    """Return ``backend`` if it is known and importable, else raise a clear error."""
-    if not isinstance(backend, str) or backend.lower() not in BACKENDS:
+    """Return ``backend`` (``"auto"`` resolved) if it is known and importable, else raise a
+    clear error."""
+    if not isinstance(backend, str) or backend.lower() not in (*BACKENDS, "auto"):
         raise AnnealingError(
-            f"unknown backend {backend!r}; must be one of {sorted(BACKENDS)}."
+            f"unknown backend {backend!r}; must be one of {sorted(BACKENDS) + ['auto']}."
         )
     backend = backend.lower()
+    if backend == "auto":
+        backend = default_backend()
     module = {"numba": "numba", "jax": "jax"}.get(backend)
     if module is not None:
         try:
@@ -50,6 +79,13 @@ class CompiledFunction:
     function: Callable
     backend: str
     compile_seconds: float
+
+    def precompile(self, *args):
+        """Start compiling for arguments shaped like ``args`` (all but the RNG state), where
+        the backend compiles per shape (JAX's loops); a no-op elsewhere."""
+        precompile = getattr(self.function, "precompile", None)
+        if precompile is not None:
+            precompile(*args)
 
     def __call__(self, *args):
         if self.backend != "jax":
@@ -80,29 +116,161 @@ def compile_function(inputs: Sequence, outputs: Sequence, backend: str) -> Compi
     return CompiledFunction(fn, backend, time.perf_counter() - start)
 
 
-def compile_one_off(inputs: Sequence, outputs: Sequence, backend: str) -> CompiledFunction:
+def compile_loop(rng, sequences: Sequence, carries: Sequence, constants: Sequence,
+                 step_outputs: Sequence, backend: str,
+                 length: int | None = None) -> CompiledFunction:
+    """Compile a loop over the steps of a one-step graph.
+
+    The step graph maps ``(rng, *sequences, *carries, *constants)`` (one step's values of
+    the sequences) to ``step_outputs = (rng, *new carries, *per-step outputs)``. The
+    compiled function takes ``(rng, *stacked sequences, *initial carries, *constants)``,
+    the sequences stacked along a new leading axis of steps, and returns ``(rng, *final
+    carries, *stacked per-step outputs)``. ``length`` fixes the number of steps (a static
+    type; ``None``: any number).
+
+    On Numba and C the loop is PyTensor's ``scan``. On JAX it is ``jax.lax.scan`` around the
+    step graph compiled by PyTensor's JAX backend: PyTensor's own ``Scan`` would take two to
+    three times as long to rewrite (its inner-graph rewrites), which a user waits for on
+    every new model, and JAX needs a static number of steps anyway (each new ``length``, and
+    each new batch shape, is traced and compiled once).
+    """
+    import time
+
+    backend = validate_backend(backend)
+    start = time.perf_counter()
+    if backend == "jax":
+        function = _jax_loop(rng, sequences, carries, constants, step_outputs)
+        return CompiledFunction(function, backend, time.perf_counter() - start)
+    from pytensor.graph.replace import clone_replace
+
+    stacked = [s.type.clone(shape=(length, *s.type.shape))(f"{s.name or 'seq'}_steps")
+               for s in sequences]
+    rng_in = rng.type()
+    carry_in = [c.type() for c in carries]
+    constant_in = [c.type() for c in constants]
+    num_seq, num_carry = len(sequences), len(carries)
+
+    def one_step(*args):
+        rng_k = args[num_seq]
+        carry_k = args[num_seq + 1:num_seq + 1 + num_carry]
+        replace = dict(zip([*sequences, rng, *carries, *constants],
+                           [*args[:num_seq], rng_k, *carry_k, *args[num_seq + 1 + num_carry:]]))
+        return clone_replace(list(step_outputs), replace=replace)
+
+    num_extra = len(step_outputs) - 1 - num_carry
+    outputs = pytensor.scan(one_step, sequences=stacked,
+                            outputs_info=[rng_in, *carry_in, *([None] * num_extra)],
+                            non_sequences=constant_in, return_updates=False)
+    rng_out, *rest = outputs
+    final = [o[-1] for o in rest[:num_carry]]
+    fn = pytensor.function([rng_in, *stacked, *carry_in, *constant_in],
+                           [rng_out, *final, *rest[num_carry:]],
+                           mode=BACKENDS[backend], on_unused_input="ignore")
+    return CompiledFunction(fn, backend, time.perf_counter() - start)
+
+
+def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
+    """``jax.lax.scan`` over the step graph, jit-compiled (see :func:`compile_loop`)."""
+    import jax
+    from pytensor.compile.mode import get_mode
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    inputs = [rng, *sequences, *carries, *constants]
+    # JAX drops PyTensor's run-time assertions (broadcast checks) when it traces, with a
+    # warning each; they are removed here instead (XLA checks shapes itself at trace time)
+    mode = get_mode(BACKENDS["jax"]).including("local_remove_all_assert")
+    step = pytensor.function([pytensor.In(i, borrow=True) for i in inputs],
+                             [pytensor.Out(o, borrow=True) for o in step_outputs],
+                             mode=mode, on_unused_input="ignore")
+    step_fn = jax_funcify(step.maker.fgraph)
+    # shared variables (a model's pm.Data) are inputs of the step after the given ones;
+    # their current values go in with each call, like the constants
+    shared = step.maker.fgraph.inputs[len(inputs):]
+    num_seq, num_carry = len(sequences), len(carries)
+
+    def loop(key, stacked, initial, fixed):
+        def body(carry, xs):
+            key, values = carry
+            # PyTensor's JAX random variables read and advance only the "jax_state" key
+            rng_out, *outputs = step_fn({"jax_state": key}, *xs, *values, *fixed)
+            return (rng_out["jax_state"], tuple(outputs[:num_carry])), tuple(outputs[num_carry:])
+
+        (key, final), per_step = jax.lax.scan(body, (key, tuple(initial)), tuple(stacked))
+        return key, final, per_step
+
+    jitted = jax.jit(loop)
+
+    def precompile(*args):
+        """Compile, in a background thread, the loop for arguments shaped like ``args``
+        (the arguments of a call, after the RNG state), while the caller goes on (e.g. runs
+        the tuning pilot on other shapes): a later call with such shapes then finds it
+        compiled."""
+        import threading
+
+        args = (*args, *(v.get_value(borrow=True) for v in shared))
+        specs = [jax.ShapeDtypeStruct(np.shape(a), np.result_type(a)) for a in args]
+        key = jax.ShapeDtypeStruct((2,), np.uint32)
+        lowered = jitted.trace(key, tuple(specs[:num_seq]),
+                               tuple(specs[num_seq:num_seq + num_carry]),
+                               tuple(specs[num_seq + num_carry:])).lower()
+        thread = threading.Thread(target=lowered.compile, daemon=True)
+        thread.start()
+        return thread
+
+    def call(rng_state, *args):  # rng_state: a JAX RNG state (CompiledFunction converts)
+        key = rng_state["jax_state"]
+        stacked = args[:num_seq]
+        initial = args[num_seq:num_seq + num_carry]
+        fixed = (*args[num_seq + num_carry:], *(v.get_value(borrow=True) for v in shared))
+        key, final, per_step = jitted(key, stacked, initial, fixed)
+        return [{"jax_state": key}, *(np.asarray(x) for x in (*final, *per_step))]
+
+    call.precompile = precompile
+    return call
+
+
+def python_mode():
+    """PyTensor's ``FAST_COMPILE`` rewrites with the pure-Python linker: NumPy
+    implementations, no code generation. Unlike ``mode="FAST_COMPILE"`` (whose VM linker
+    first builds PyTensor's C lazy linker, half a second with gcc on a cold cache), it
+    compiles nothing at all; sums of more than 31 terms are nested, since NumPy's ufuncs take
+    at most 32 operands."""
+    from pytensor.compile.mode import Mode
+    from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+    from pytensor.link.basic import PerformLinker
+
+    mode = Mode(PerformLinker(), RewriteDatabaseQuery(include=["fast_compile", "py_only"]))
+    return mode.register((_split_wide_sums(), 100))  # after every other rewrite
+
+
+def _split_wide_sums():
+    """A rewrite that nests every elementwise sum or product of more than 31 terms (a log
+    density summed from many variables' terms) into sums of at most 31: NumPy's ufuncs,
+    which Python mode runs, take at most 32 operands."""
+    from pytensor.graph.rewriting.basic import in2out, node_rewriter
+    from pytensor.scalar import Add, Mul
+    from pytensor.tensor.elemwise import Elemwise
+
+    @node_rewriter([Elemwise])
+    def split(fgraph, node):
+        if not isinstance(node.op.scalar_op, Add | Mul) or len(node.inputs) <= 31:
+            return None
+        parts = [node.op(*node.inputs[i:i + 31]) for i in range(0, len(node.inputs), 31)]
+        return [node.op(*parts)]
+
+    return in2out(split, name="split_wide_sums")
+
+
+def compile_one_off(inputs: Sequence, outputs: Sequence) -> CompiledFunction:
     """Compile a function called once per run on a batch (initial point, output mapping).
 
-    Uses PyTensor's ``FAST_COMPILE`` mode (NumPy implementations, no code generation): such
-    calls are vectorized over particles, so code generation would only add latency. Python
-    mode cannot evaluate an elementwise op with more than 32 operands (a log density summed
-    from many terms); such a function is recompiled once for ``backend`` at its first call.
+    Uses :func:`python_mode` (NumPy implementations, no code generation), whatever the
+    backend of the loop: such calls are vectorized over particles, so code generation would
+    only add latency.
     """
     import time
 
     start = time.perf_counter()
-    fast = pytensor.function(list(inputs), list(outputs), mode="FAST_COMPILE",
-                             on_unused_input="ignore")
-    compiled: list = []
-
-    def call(*args):
-        if not compiled:
-            try:
-                return fast(*args)
-            except NotImplementedError as err:
-                if "32 operands" not in str(err):
-                    raise
-                compiled.append(compile_function(inputs, outputs, backend))
-        return compiled[0](*args)
-
-    return CompiledFunction(call, "python", time.perf_counter() - start)
+    fn = pytensor.function(list(inputs), list(outputs), mode=python_mode(),
+                           on_unused_input="ignore")
+    return CompiledFunction(fn, "python", time.perf_counter() - start)

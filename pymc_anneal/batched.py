@@ -45,7 +45,7 @@ def batched_ais(
     kernel: str | None = None,
     random_seed=None,
     progressbar: bool = True,
-    backend: str = "numba",
+    backend: str = "auto",
     num_leapfrog_steps: int | None = None,
     step_size: float | None = None,
     mass_matrix: str = "adapt",

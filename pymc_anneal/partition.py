@@ -42,7 +42,7 @@ def ais(
     base_scale=None,
     random_seed=None,
     progressbar: bool = True,
-    backend: str = "numba",
+    backend: str = "auto",
     num_leapfrog_steps: int | None = None,
     step_size: float | None = None,
     mass_matrix: str = "adapt",
@@ -100,7 +100,8 @@ def ais(
         The Gaussian base of the HMC path (default standard normal).
     random_seed : int, Generator or None
     progressbar : bool, default True
-    backend : {"numba", "c", "jax"}, default "numba"
+    backend : {"auto", "jax", "numba", "c"}, default "auto"
+        As in :func:`pymc_anneal.sample_ais`.
     num_leapfrog_steps, step_size, mass_matrix, num_tuning_bands
         Kernel and tuning settings, as in :func:`pymc_anneal.sample_ais`.
     num_pilot, target_acceptance, momentum_refresh

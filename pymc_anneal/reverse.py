@@ -87,7 +87,7 @@ def reverse_ais(
     control_variate: str = "unit",
     random_seed=None,
     progressbar: bool = True,
-    backend: str = "numba",
+    backend: str = "auto",
 ) -> xr.DataTree:
     r"""Conservative (RAISE) estimates of the test log-likelihoods :math:`\log p(v)`.
 
@@ -287,7 +287,7 @@ def sandwich(
     moments=None,
     random_seed=None,
     progressbar: bool = True,
-    backend: str = "numba",
+    backend: str = "auto",
 ) -> xr.DataTree:
     r"""AIS and RAISE on the same schedules: the test log-likelihood bracketed, against K.
 

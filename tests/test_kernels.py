@@ -379,7 +379,7 @@ def test_init_function_handles_log_density_with_many_terms():
                 sample_base=lambda rng, n: rng.standard_normal((n, d)), name="many-terms")
     kernel = KERNELS["hais"](path)
     x = _rng("many-terms").standard_normal((5, d))
-    init = _build_init(path, kernel, "numba")
+    init = _build_init(path, kernel)
     params = {p.name: p.initial(d) for p in kernel.parameters}
     _, _, momentum, log_base, log_ratio, grad_base, grad_ratio = init(
         np.random.default_rng(0), x, *params.values())

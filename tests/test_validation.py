@@ -178,3 +178,18 @@ def test_check_counts_accepts_one_or_many_and_names_the_bad_one():
         check_counts("num_steps", [], 1)
     with pytest.raises(AnnealingError, match=r"num_steps must be an integer >= 1, got 2.5"):
         check_counts("num_steps", [2.5], 1)
+
+
+def test_auto_backend_is_jax_when_installed_else_numba(monkeypatch):
+    import importlib.util
+
+    from pymc_anneal import backends
+    from pymc_anneal.validation import check_backend
+
+    real = importlib.util.find_spec
+    assert check_backend("auto") == ("jax" if real("jax") is not None else "numba")
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "jax" else real(name, *a))
+    assert backends.default_backend() == "numba" and check_backend("AUTO") == "numba"
+    with pytest.raises(AnnealingError, match=r"unknown backend 'gpu'; must be one of .*'auto'"):
+        check_backend("gpu")

@@ -19,6 +19,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 
+from pymc_anneal.backends import static_loop_length, validate_backend
 from pymc_anneal.driver.scan import CompiledLoop, build_loop
 
 __all__ = ["LOOPS", "MAX_ENTRIES", "CompileCache", "compiled_loop"]
@@ -70,14 +71,14 @@ LOOPS = CompileCache()
 """The process-wide cache of compiled annealing loops."""
 
 
-def compiled_loop(path, kernel, backend: str, sizes=None) -> CompiledLoop:
+def compiled_loop(path, kernel, backend: str) -> CompiledLoop:
     """The compiled loop of ``kernel`` on ``path`` for ``backend``, from :data:`LOOPS`.
 
-    ``sizes`` (particles, chains, steps) are baked into JAX's loop, and so are the shapes of
-    the path's parameters.
-    """
+    Where the backend's loops take the shapes of the path's parameters as static (JAX's),
+    they are part of the key."""
+    backend = validate_backend(backend)
     owner, key = path.compile_key()
-    key = (*key, kernel.structure, backend, sizes)
-    if sizes is not None:
+    key = (*key, kernel.structure, backend)
+    if static_loop_length(backend) is not None:
         key += (tuple((k, v.shape) for k, v in sorted(path.parameters.items())),)
-    return LOOPS.get(owner, key, lambda: build_loop(path, kernel, backend, sizes))
+    return LOOPS.get(owner, key, lambda: build_loop(path, kernel, backend))

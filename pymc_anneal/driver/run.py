@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from pymc_anneal.backends import validate_backend
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.tuning import (
     TuningOptions,
     auto_num_steps,
-    bands,
     equal_length_schedule,
     step_arrays,
     thermodynamic_length,
@@ -64,8 +64,15 @@ class AnnealingRun:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def _chunks(num_steps: int, num_chunks: int) -> np.ndarray:
-    return np.unique(np.linspace(0, num_steps, min(num_chunks, num_steps) + 1).round().astype(int))
+def _chunks(num_steps: int, num_chunks: int, multiple: int | None = None) -> np.ndarray:
+    """Boundaries of at most ``num_chunks`` progress chunks; with ``multiple`` (a loop of
+    static length, JAX), every chunk but the last is a whole number of such calls."""
+    if multiple is None:
+        return np.unique(np.linspace(0, num_steps, min(num_chunks, num_steps) + 1)
+                         .round().astype(int))
+    calls = -(-num_steps // multiple)
+    edges = np.linspace(0, calls, min(num_chunks, calls) + 1).round().astype(int) * multiple
+    return np.unique(np.minimum(edges, num_steps))
 
 
 def run_annealing(
@@ -76,7 +83,7 @@ def run_annealing(
     draws: int,
     chains: int,
     rng: np.random.Generator,
-    backend: str = "numba",
+    backend: str = "auto",
     tuning: TuningOptions | None = None,
     kernel_options: dict | None = None,
     direction: str = "forward",
@@ -99,7 +106,7 @@ def run_annealing(
     draws, chains : int
         Particles per chain, and independent chains (all run as one batch).
     rng : numpy.random.Generator
-    backend : {"numba", "c", "jax"}
+    backend : {"auto", "jax", "numba", "c"}
     tuning : TuningOptions, optional
     direction : {"forward", "backward"}
         Base to target (AIS), or target to base from ``initial_positions``.
@@ -116,6 +123,7 @@ def run_annealing(
     from pymc_anneal._progress import annealing_progress
 
     tuning = tuning or TuningOptions()
+    backend = validate_backend(backend)
     if direction not in DIRECTIONS:
         raise AnnealingError(f"unknown direction {direction!r}; must be one of {list(DIRECTIONS)}.")
     kernel = resolve_kernel(kernel, path, **(kernel_options or {}))
@@ -136,19 +144,10 @@ def run_annealing(
     timings = {}
     t0 = time.perf_counter()
     auto = tuning.auto_variance is not None
-    jax = backend == "jax"  # JAX bakes sizes into its loop
-
-    def main_loop(num_steps):
-        chunks = _chunks(num_steps, num_chunks)
-        return chunks, compiled_loop(path, kernel, backend,
-                                     (num_particles, chains, int(np.diff(chunks).max()))
-                                     if jax else None)
-
-    chunks, loop = main_loop(num_steps)
-    pilot = loop
-    if jax:
-        longest_band = max(b - a for a, b in bands(num_steps, tuning.num_bands))
-        pilot = compiled_loop(path, kernel, backend, (tuning.num_pilot, 1, longest_band))
+    loop = compiled_loop(path, kernel, backend)
+    loop.precompile(num_particles, chains, d, [f.dtype or path.dtype for f in kernel.state],
+                    path_parameters)
+    chunks = _chunks(num_steps, num_chunks, loop.chunk_length)
     timings["compile"] = time.perf_counter() - t0
     length = None
 
@@ -156,7 +155,7 @@ def run_annealing(
         progress("tuning", 0)
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)
-        values, ratio_var = tune(pilot, path, betas, tuning,
+        values, ratio_var = tune(loop, path, betas, tuning,
                                  tuning.target_acceptance or kernel.target_acceptance,
                                  pilot_rng, lambda done: progress("tuning", done))
         if tuning.adapt_schedule or auto:
@@ -164,12 +163,7 @@ def run_annealing(
             if auto:
                 length = thermodynamic_length(pilot_betas, ratio_var)
                 num_steps = auto_num_steps(length, tuning.auto_variance)
-                if jax:
-                    t3 = time.perf_counter()
-                    chunks, loop = main_loop(num_steps)
-                    timings["compile"] += time.perf_counter() - t3
-                else:
-                    chunks = _chunks(num_steps, num_chunks)
+                chunks = _chunks(num_steps, num_chunks, loop.chunk_length)
             betas = equal_length_schedule(pilot_betas, ratio_var, num_steps)
             # each new step takes the tuned values of the pilot step at its beta
             index = np.searchsorted(pilot_betas[1:], betas[1:], side="left").clip(0, pilot_steps - 1)

@@ -41,6 +41,9 @@ __all__ = [
     "tune",
 ]
 
+TRIAL_STEPS = 20
+"""Steps of a trial run of the step-size search (a loop of static length, JAX's, runs as
+many as one call holds instead: it computes them anyway)."""
 AUTO_MIN_STEPS = 20
 """The fewest temperatures ``num_steps="auto"`` chooses."""
 AUTO_MAX_STEPS = 20_000
@@ -171,7 +174,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
                                   path_parameters)
         for name in searched:
             value = values[name][start]
-            trial_len = min(stop - start, 20)
+            trial_len = min(stop - start, loop.chunk_length or TRIAL_STEPS)
             for _ in range(6):
                 values[name][start:stop] = value
                 trial = step_arrays(parameters, betas[start:start + trial_len + 1],

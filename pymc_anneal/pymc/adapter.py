@@ -32,7 +32,7 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import ancestors
 
-from pymc_anneal.backends import compile_one_off
+from pymc_anneal.backends import compile_one_off, python_mode
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
 from pymc_anneal.pymc.discrete import (
@@ -68,8 +68,8 @@ class ModelPath:
         """Names of the discrete variables summed out of the path."""
         return self.sums.names if self.sums is not None else ()
 
-    def _function(self, key, graphs, backend):
-        fn = self._output_functions.get((key, backend))
+    def _function(self, key, graphs):
+        fn = self._output_functions.get(key)
         if fn is None:
             batch = pt.matrix("batch", dtype="float64")
             replace = {self.flat_input: batch}
@@ -81,17 +81,16 @@ class ModelPath:
                     replace[v] = batched
                     inputs.append(batched)
             outputs = vectorize_graph(list(graphs), replace=replace)
-            fn = self._output_functions[(key, backend)] = compile_one_off(inputs, outputs,
-                                                                          backend)
+            fn = self._output_functions[key] = compile_one_off(inputs, outputs)
         return fn
 
-    def draw_discrete(self, positions: np.ndarray, backend: str,
+    def draw_discrete(self, positions: np.ndarray,
                       rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Draw the summed-out variables from their exact conditional given each particle
         (n, d); arrays of shape (n, ...) with the variables' integer dtypes."""
         if self.sums is None:
             return {}
-        fn = self._function("conditional", self.conditional_graph, backend)
+        fn = self._function("conditional", self.conditional_graph)
         out: dict[str, list] = {}
         for start in range(0, len(positions), 256):  # (C, K, n) logits per particle
             logits = [np.asarray(x) for x in fn(positions[start:start + 256])]
@@ -99,16 +98,15 @@ class ModelPath:
                 out.setdefault(name, []).append(value)
         return {name: np.concatenate(v) for name, v in out.items()}
 
-    def to_variables(self, positions: np.ndarray, backend: str,
+    def to_variables(self, positions: np.ndarray,
                      rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
         """Map particles (chains, draws, d) in value space to the model's variables
         (free variables on their constrained scale, and Deterministics); summed-out discrete
         variables are drawn from their exact conditional with ``rng``."""
         chains, draws, d = positions.shape
         flat = positions.reshape(chains * draws, d)
-        discrete = self.draw_discrete(flat, backend,
-                                      rng if rng is not None else np.random.default_rng(0))
-        fn = self._function("outputs", self.output_graph, backend)
+        discrete = self.draw_discrete(flat, rng if rng is not None else np.random.default_rng(0))
+        fn = self._function("outputs", self.output_graph)
         values = fn(flat, *[discrete[v.name] for v in self.discrete_inputs])
         return {name: np.asarray(v).reshape(chains, draws, *np.shape(v)[1:])
                 for name, v in zip(self.output_names, values)}
@@ -183,34 +181,55 @@ def model_path(model: pm.Model, discrete: str = "auto") -> ModelPath:
     return result
 
 
+def _checks_to_ninf(graphs: list) -> list:
+    """The graphs with PyMC's parameter checks (a scale > 0, a Binomial's n >= 0) turned
+    into log density -inf where they fail, as in PyMC's own compiled functions: a proposal
+    off the support is then rejected instead of raising inside the compiled loop (or, on
+    JAX, which drops run-time checks, returning NaN)."""
+    graph = FunctionGraph(outputs=list(graphs), clone=False)
+    in2out(local_check_parameter_to_ninf_switch).rewrite(graph)
+    return list(graph.outputs)
+
+
+def _value_shapes(model: pm.Model) -> dict[str, np.ndarray]:
+    """A point of zeros with each value variable's shape: what ``join_nonshared_inputs``
+    needs (only shapes matter). ``model.initial_point()`` would compile a function with
+    PyTensor's default backend, which costs half a second on a cold cache; here static
+    shapes are read off the types, and others (dims from coordinates) evaluated in Python
+    mode from the random variables through their transforms."""
+    static = [v.type.shape for v in model.value_vars]
+    if all(s is not None for shape in static for s in shape):
+        shapes = static
+    else:
+        graphs = []
+        for v in model.value_vars:
+            rv = model.values_to_rvs[v]
+            transform = model.rvs_to_transforms.get(rv)
+            value = rv if transform is None else transform.forward(rv, *rv.owner.inputs)
+            graphs.append(pt.as_tensor(value).shape)
+        try:
+            shapes = pytensor.function([], graphs, mode=python_mode(),
+                                       on_unused_input="ignore")()
+        except Exception:  # noqa: BLE001 - PyMC's own way, slower but general
+            point = model.initial_point()
+            shapes = [np.shape(point[v.name]) for v in model.value_vars]
+    return {v.name: np.zeros(tuple(int(n) for n in shape), dtype=v.dtype)
+            for v, shape in zip(model.value_vars, shapes)}
+
+
 def _build(model: pm.Model, signature: tuple) -> ModelPath:
-    initial_point = model.initial_point()
+    initial_point = _value_shapes(model)
     (log_prior, log_lik), flat = join_nonshared_inputs(
         initial_point, [model.varlogp, model.datalogp], model.value_vars
     )
+    log_prior, log_lik = _checks_to_ninf([log_prior, log_lik])
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
 
     def build_log_densities(position):
         lp, ll = vectorize_graph([log_prior, log_lik], replace={flat: position})
         return lp, ll
 
-    # exact prior draws in value space, in value_vars order (no initvals: see NOTES)
-    draw_exprs = make_initial_point_expression(
-        free_rvs=model.free_RVs,
-        rvs_to_transforms=model.rvs_to_transforms,
-        initval_strategies={},
-        default_strategy="prior",
-        return_transformed=True,
-    )
-    flat_draw = pt.concatenate([pt.as_tensor(e).ravel().astype("float64") for e in draw_exprs])
-    draw_rngs = find_rng_nodes([flat_draw])
-    draw_fn = compile_pymc(inputs=[], outputs=flat_draw, random_seed=False)  # compiled once
-
-    def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
-        reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
-        draws = np.stack([draw_fn() for _ in range(num_draws)])
-        return np.asarray(draws, dtype=np.float64).reshape(num_draws, num_dims)
-
+    sample_base = _prior_sampler(model, [True] * len(model.free_RVs), num_dims)
     slices, start = [], 0
     for v in model.value_vars:
         shape = tuple(np.shape(initial_point[v.name]))
@@ -272,11 +291,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
         graphs, flat = join_nonshared_inputs(initial_point, graphs, state)
     else:
         flat = pt.vector("flat", dtype="float64")
-    # parameter checks (a Binomial's n >= 0) raise at run time; a Metropolis proposal off
-    # the support must get log density -inf instead, as in PyMC's own compiled functions
-    graph = FunctionGraph(outputs=list(graphs), clone=False)
-    in2out(local_check_parameter_to_ninf_switch).rewrite(graph)
-    graphs = list(graph.outputs)
+    graphs = _checks_to_ninf(graphs)
     n_prior, n_terms = len(prior_terms), len(prior_terms) + len(like_terms)
     terms, outputs = list(graphs[:n_terms]), graphs[n_terms:]
     prior, like = terms[:n_prior], terms[n_prior:]
@@ -295,7 +310,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     if not state:  # the conditionals get a (zero-size) particle input to batch over
         conditional = tuple(g + flat.sum() for g in conditional)
         exact = pytensor.function([flat], sums.marginal(terms), on_unused_input="ignore",
-                                  mode="FAST_COMPILE")(point)
+                                  mode=python_mode())(point)
         return ModelPath(path=None, value_slices=(), exact_log_evidence=float(exact),
                          **{**common, "conditional_graph": conditional})
 
@@ -317,21 +332,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
         lp, ll = vectorize_graph([log_base_1, log_ratio_1], replace={flat: position})
         return lp, ll
 
-    draw_exprs = make_initial_point_expression(
-        free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
-        initval_strategies={}, default_strategy="prior", return_transformed=True)
-    flat_draw = pt.concatenate([pt.as_tensor(e).ravel().astype("float64")
-                                for e, d in zip(draw_exprs, is_summed) if not d])
-    draw_rngs = find_rng_nodes([flat_draw])
-    # NumPy draws: Numba has no native DiscreteUniform sampler (it would warn, object mode)
-    draw_fn = compile_pymc(inputs=[], outputs=flat_draw, random_seed=False,
-                           mode="FAST_COMPILE")
-
-    def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
-        reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
-        draws = np.stack([draw_fn() for _ in range(num_draws)])
-        return np.asarray(draws, dtype=np.float64).reshape(num_draws, num_dims)
-
+    sample_base = _prior_sampler(model, [not d for d in is_summed], num_dims)
     slices, discrete_dims, supports, start = [], [], [], 0
     random = set(model.value_vars) | set(model.free_RVs)
     for v in state:
@@ -352,6 +353,105 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
                 base_scale=_prior_scale(sample_base, num_dims), name=model.name or "model",
                 discrete_dims=tuple(discrete_dims), discrete_supports=tuple(supports))
     return ModelPath(path=path, value_slices=tuple(slices), **common)
+
+
+def _prior_sampler(model: pm.Model, keep: list[bool], num_dims: int):
+    """``sample_base(rng, n) -> (n, num_dims)``: exact prior draws of the free variables
+    marked in ``keep``, in the unconstrained value space, raveled in ``value_vars`` order.
+
+    The draws come from one call of the model's forward graph with a leading batch axis of
+    length n (:func:`_batched_draws`); where that graph holds something this module cannot
+    batch (a distribution built from several random variables, such as a mixture), from n
+    calls of the unbatched graph. Both run NumPy's samplers (PyTensor's ``FAST_COMPILE``
+    mode): compiling them with Numba took 2-3 s per model, far more than the draws cost,
+    and Numba has no native sampler for some distributions (DiscreteUniform). Initial values
+    are ignored on purpose (see NOTES): a custom ``initval`` must not become a point mass.
+    """
+    draw_exprs = make_initial_point_expression(
+        free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
+        initval_strategies={}, default_strategy="prior", return_transformed=True)
+    flat_draw = pt.concatenate([pt.as_tensor(e).ravel().astype("float64")
+                                for e, k in zip(draw_exprs, keep) if k])
+    num = pt.lscalar("num_draws")
+    batched = _batched_draws(flat_draw, num)
+    if batched is not None:
+        draw_rngs = find_rng_nodes([batched])
+        draw_fn = compile_pymc(inputs=[num], outputs=batched, random_seed=False,
+                               mode=python_mode())
+
+        def draw(n):
+            return draw_fn(np.int64(n))
+    else:
+        draw_rngs = find_rng_nodes([flat_draw])
+        one_fn = compile_pymc(inputs=[], outputs=flat_draw, random_seed=False,
+                              mode=python_mode())
+        one_fn.trust_input = True  # no inputs to check
+
+        def draw(n):
+            return np.stack([one_fn() for _ in range(n)])
+
+    def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
+        if num_draws == 0:
+            return np.zeros((0, num_dims))
+        reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
+        return np.asarray(draw(num_draws), dtype=np.float64).reshape(num_draws, num_dims)
+
+    return sample_base
+
+
+def _batched_draws(flat_draw, num):
+    """``flat_draw`` (a vector: one draw of the model's forward graph) as a matrix of ``num``
+    independent draws, or None where the graph holds an op this cannot batch safely.
+
+    Every ``RandomVariable`` gets ``num`` prepended to its batch shape; a parameter that is
+    already batched (it depends on a random variable) gets singleton axes after its batch
+    axis, so that it lines up with the variable's own batch dimensions from the right.
+    PyTensor's generic ``vectorize_graph`` cannot be used as it stands: it batches a
+    random variable by the shape of its *first* parameter only. Every other op is batched by
+    ``vectorize_node`` (deterministic ops: at worst PyTensor loops over the batch); where it
+    cannot, this returns None. Ops that consume random generators but are not plain random
+    variables (PyMC's symbolic distributions, which hold several of them) are refused:
+    batching them could silently share one stream across the batch.
+    """
+    from pytensor.graph.replace import _vectorize_node
+    from pytensor.graph.traversal import toposort
+    from pytensor.tensor.random.op import RandomVariable
+    from pytensor.tensor.random.type import RandomType
+
+    batched: dict = {}
+    try:
+        for node in toposort([flat_draw]):
+            inputs = [batched.get(i, i) for i in node.inputs]
+            if isinstance(node.op, RandomVariable):
+                rng, size, *params = inputs
+                old_params = node.op.dist_params(node)
+                batch_ndim = node.outputs[1].ndim - node.op.ndim_supp
+                aligned = []
+                for new, old, core in zip(params, old_params, node.op.ndims_params):
+                    if new.ndim > old.ndim:  # (num, *old shape): pad up to the batch ndim
+                        missing = batch_ndim - (old.ndim - core)
+                        new = pt.expand_dims(new, tuple(range(1, 1 + missing)))
+                    aligned.append(new)
+                shape = node.op._infer_shape(node.op.size_param(node), old_params)
+                new_size = pt.stack([pt.as_tensor(num, dtype="int64"),
+                                     *[pt.as_tensor(shape[i], dtype="int64")
+                                       for i in range(batch_ndim)]])
+                new_node = node.op.make_node(rng, new_size, *aligned)
+            elif any(isinstance(i.type, RandomType) for i in node.inputs):
+                return None
+            elif any(a is not b for a, b in zip(inputs, node.inputs)):
+                new_node = _vectorize_node(node.op, node, *inputs)
+            else:
+                continue
+            outputs = new_node.outputs if hasattr(new_node, "outputs") else new_node
+            for old, new in zip(node.outputs, outputs):
+                batched[old] = new
+        result = batched.get(flat_draw)
+    except Exception:  # noqa: BLE001 - an op PyTensor cannot batch: draw one at a time
+        return None
+    if result is None or result.ndim != 2:
+        return None
+    return result
 
 
 def _prior_scale(sample_base, num_dims: int) -> np.ndarray:

@@ -99,7 +99,7 @@ def bdmc(
     kernel="hais",
     random_seed=None,
     progressbar: bool = True,
-    backend: str = "numba",
+    backend: str = "auto",
     num_leapfrog_steps: int | None = None,
     step_size: float | None = None,
     mass_matrix: str = "adapt",

@@ -55,6 +55,7 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BernoulliRV, BetaBinomialRV, BinomialRV, CategoricalRV
 
+from pymc_anneal.backends import python_mode
 from pymc_anneal.exceptions import AnnealingError
 
 __all__ = ["MAX_CONFIGURATIONS", "MAX_SUPPORT", "DiscreteSums", "TooManyConfigurations",
@@ -336,7 +337,7 @@ def compile_check(terms, flat, point, discrete_values):
         if fn is None:
             fn = cache[key] = pytensor.function([flat, *discrete_values],
                                                 [terms[i] for i in indices],
-                                                on_unused_input="ignore", mode="FAST_COMPILE")
+                                                on_unused_input="ignore", mode=python_mode())
         return fn(point, *[values[v.name] for v in discrete_values])
 
     return check_fn

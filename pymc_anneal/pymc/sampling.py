@@ -29,10 +29,10 @@ from pymc_anneal.validation import (
     check_tuning,
 )
 
-__all__ = ["AUTO_PILOT_STEPS", "AUTO_VARIANCE", "DEFAULT_NUM_STEPS", "sample_ais"]
+__all__ = ["AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES", "sample_ais"]
 
-DEFAULT_NUM_STEPS = {"prior": 2000, "gaussian": 200}
-"""Default number of temperatures for each base."""
+BASES = ("prior", "gaussian")
+"""The bases ``sample_ais`` anneals from."""
 AUTO_PILOT_STEPS = 256
 """With ``num_steps="auto"``, the temperatures of the pilot that measures the path."""
 AUTO_VARIANCE = 0.2
@@ -52,7 +52,7 @@ def sample_ais(
     kernel="hais",
     random_seed=None,
     progressbar: bool = True,
-    backend: str = "numba",
+    backend: str = "auto",
     model: pm.Model | None = None,
     num_leapfrog_steps: int | None = None,
     step_size: float | None = None,
@@ -101,16 +101,17 @@ def sample_ais(
         Particles per chain (>= 2).
     chains : int, default 4
         Independent runs; their spread is an honest check of the standard error.
-    num_steps : int, optional
-        Number of temperatures K (>= 1); default 2000 with ``base="prior"`` and 200 with
-        ``base="gaussian"``. ``num_steps=1`` is plain importance sampling from the base.
-        Leave it ``None`` when ``schedule`` is an array. ``"auto"``: the pilot measures the
-        path's thermodynamic length :math:`\mathcal L` on ``AUTO_PILOT_STEPS`` temperatures
-        of ``schedule``, and the run takes :math:`K = \lceil \mathcal L^2 / \sigma^2
-        \rceil` temperatures of equal thermodynamic length (between 20 and 20,000), with
-        :math:`\sigma^2` = ``AUTO_VARIANCE`` (0.2) the target variance of the log weights
-        (:func:`pymc_anneal.driver.tuning.auto_num_steps`); the chosen K and
-        :math:`\mathcal L` are in the result's attributes.
+    num_steps : int or "auto", default "auto"
+        Number of temperatures K (>= 1), or ``"auto"`` (the default when ``schedule`` is a
+        name): the pilot measures the path's thermodynamic length :math:`\mathcal L` on
+        ``AUTO_PILOT_STEPS`` temperatures of ``schedule``, and the run takes
+        :math:`K = \lceil \mathcal L^2 / \sigma^2 \rceil` temperatures of equal
+        thermodynamic length (between 20 and 20,000), with :math:`\sigma^2` =
+        ``AUTO_VARIANCE`` (0.2) the target variance of the log weights
+        (:func:`pymc_anneal.driver.tuning.auto_num_steps`), so the effort follows the
+        problem; the chosen K and :math:`\mathcal L` are in the result's attributes.
+        ``num_steps=1`` is plain importance sampling from the base. Leave it ``None`` when
+        ``schedule`` is an array.
     schedule : str or array, default "power"
         One of :data:`pymc_anneal.schedules.SCHEDULES` or an array of inverse temperatures
         strictly increasing from 0 to 1.
@@ -124,7 +125,11 @@ def sample_ais(
     random_seed : int, Generator or None
         Seed; the same seed gives the same result on a given backend.
     progressbar : bool, default True
-    backend : {"numba", "c", "jax"}, default "numba"
+    backend : {"auto", "jax", "numba", "c"}, default "auto"
+        The compiler of the annealing loop; ``"auto"`` is JAX when it is installed (it
+        compiles a new model's loop in about a second), else Numba (whose first compile of
+        a model takes 15-60 s, then runs from its disk cache); see
+        :mod:`pymc_anneal.backends`.
     model : pm.Model, optional
         Defaults to the model on the context stack.
     num_leapfrog_steps : int, optional
@@ -187,7 +192,9 @@ def sample_ais(
     model = pm.modelcontext(model)
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
-    base = check_choice("base", base, DEFAULT_NUM_STEPS)
+    base = check_choice("base", base, BASES)
+    if num_steps is None and isinstance(schedule, str):
+        num_steps = "auto"
     auto = isinstance(num_steps, str) and num_steps == "auto"
     if auto:
         num_steps = AUTO_PILOT_STEPS
@@ -195,9 +202,7 @@ def sample_ais(
             raise AnnealingError('num_steps="auto" chooses the temperatures itself; give a '
                                  "schedule name (the pilot's grid), not an array.")
     elif num_steps is not None:
-        num_steps = check_count("num_steps", num_steps, 1)
-    elif isinstance(schedule, str):
-        num_steps = DEFAULT_NUM_STEPS[base]
+        num_steps = check_count("num_steps", num_steps, 1, what='an integer >= 1 or "auto"')
     if dlogz is not None:
         dlogz = check_positive_float("dlogz", dlogz)
         if not auto:
@@ -274,7 +279,7 @@ def sample_ais(
         chol = path.parameters["base_chol"]
         result.positions = path.parameters["base_mean"] + result.positions @ chol.T
         result.timings["fit"] = fit_time
-    variables = mp.to_variables(result.positions, backend, rng)
+    variables = mp.to_variables(result.positions, rng)
     var_dims, coords = _coords_dims(model, variables)
     return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
                        attrs={"schedule": schedule if isinstance(schedule, str) else "custom",
@@ -317,7 +322,7 @@ def _exact_sum(model, mp, draws, chains, rng, backend, seed_attr) -> xr.DataTree
         log_base_normalizer=0.0, timings={"sampling": time.perf_counter() - t0},
         settings={"kernel": "exact sum", "num_steps": 0, "draws": draws, "chains": chains,
                   "backend": backend})
-    variables = mp.to_variables(positions, backend, rng)
+    variables = mp.to_variables(positions, rng)
     var_dims, coords = _coords_dims(model, variables)
     return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
                        attrs={"schedule": None, "base": "prior", "random_seed": seed_attr,

@@ -53,6 +53,7 @@ Del Moral, P., Doucet, A. & Jasra, A. (2006). Sequential Monte Carlo samplers.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -67,8 +68,8 @@ from pytensor.tensor.random.type import random_generator_type
 from pymc_anneal.backends import CompiledFunction, compile_function
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels import build_hmc_kernel
-from pymc_anneal.kernels.hmc import default_refresh
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
+from pymc_anneal.kernels.hmc import default_refresh
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.validation import check_backend, check_count
 
@@ -175,8 +176,11 @@ class HMCKernel(SMC_KERNEL):
         step size :math:`\epsilon`.
     num_leapfrog_steps : int, default 1
         Leapfrog steps per transition (1 in Sohl-Dickstein & Culpepper 2012).
-    mutation_backend : {"numba", "c", "jax"}, default "numba"
-        PyTensor backend that compiles the mutation ``scan``.
+    mutation_backend : {"numba", "c", "jax", "auto"}, default "numba"
+        PyTensor backend that compiles the mutation ``scan`` (Numba, as PyMC's own SMC).
+        JAX only with ``cores=1``: ``pm.sample_smc`` runs chains in forked processes when
+        ``cores > 1``, and JAX, which is not fork-safe, can hang there (the kernel raises
+        instead).
 
     Notes
     -----
@@ -241,6 +245,7 @@ class HMCKernel(SMC_KERNEL):
                 "or pass None for the default 1 - 0.5**step_size."
             )
         self.mutation_backend = check_backend(mutation_backend)
+        self._creator_pid = os.getpid()
         self.initial_step_size = None if step_size is None else float(step_size)
         self.target_accept = float(target_accept)
         self.fixed_refresh = None if refresh is None else float(refresh)
@@ -295,6 +300,11 @@ class HMCKernel(SMC_KERNEL):
 
     def setup_kernel(self) -> None:
         """Compile the mutation (once per process) and draw the initial momenta."""
+        if self.mutation_backend == "jax" and os.getpid() != self._creator_pid:
+            raise AnnealingError(
+                'mutation_backend="jax" cannot run in the worker processes that '
+                "pm.sample_smc starts when cores > 1: JAX is not fork-safe and can hang "
+                'there. Pass cores=1, or mutation_backend="numba".')
         if self.tempered_posterior.ndim != 2 or self.tempered_posterior.shape[1] != self.num_dims:
             raise AnnealingError(
                 f"the SMC particles have shape {self.tempered_posterior.shape}, but the model "

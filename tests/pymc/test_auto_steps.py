@@ -82,6 +82,16 @@ def test_auto_evidence_within_its_error_and_dlogz(normal_mean):
     assert tight.attrs["num_steps"] > idata.attrs["num_steps"]
 
 
+def test_auto_is_the_default(normal_mean):
+    """A plain call sizes the run itself: the attributes show the measured length and the
+    K the rule gives for it."""
+    idata = pa.sample_ais(model=normal_mean.build(), draws=200, chains=2, random_seed=3,
+                          progressbar=False)
+    length = idata.attrs["thermodynamic_length"]
+    assert idata.attrs["num_steps"] == auto_num_steps(length, AUTO_VARIANCE)
+    assert idata["annealing_stats"]["beta"].shape == (2, idata.attrs["num_steps"])
+
+
 @pytest.mark.slow
 def test_auto_evidence_on_a_10d_regression():
     target = analytic.linear_regression(num_features=10, n=50)

@@ -18,8 +18,10 @@ from scipy import stats
 import pymc_anneal as pa
 from pymc_anneal.driver import run_annealing
 from pymc_anneal.driver.cache import LOOPS
+from pymc_anneal.driver.tuning import auto_num_steps
 from pymc_anneal.paths import fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import model_path
+from pymc_anneal.pymc.sampling import AUTO_VARIANCE
 from pymc_anneal.schedules import make_schedule
 from tests import analytic
 
@@ -133,7 +135,10 @@ def test_closed_form_evidence_at_default_settings(name, options):
     error = est.log_evidence - target.log_evidence
     assert abs(error) < 3 * est.standard_error + 1e-12, (error, est)
     assert abs(error) < 0.05, (error, est)
-    assert idata.attrs["base"] == "gaussian" and idata.attrs["num_steps"] == 200
+    assert idata.attrs["base"] == "gaussian"
+    # the default num_steps="auto" sizes the run from the fitted base's path
+    assert idata.attrs["num_steps"] == auto_num_steps(idata.attrs["thermodynamic_length"],
+                                                      AUTO_VARIANCE)
     assert idata.attrs["fit_steps"] == 500 and idata.attrs["fit_draws"] >= 256
 
 

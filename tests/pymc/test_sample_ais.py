@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 import pymc_anneal as pa
+from pymc_anneal.backends import default_backend
 from pymc_anneal.driver import run_annealing
 from pymc_anneal.estimators import log_mean_exp
 from pymc_anneal.pymc.adapter import model_path
@@ -171,7 +172,7 @@ def test_datatree_schema(normal_mean):
     # the running log Z after the last step is the chain's final estimate
     np.testing.assert_allclose(steps["log_marginal_likelihood"].values[:, -1],
                                idata["sample_stats"]["log_marginal_likelihood"].values)
-    assert idata.attrs["kernel"] == "hais" and idata.attrs["backend"] == "numba"
+    assert idata.attrs["kernel"] == "hais" and idata.attrs["backend"] == default_backend()
     est = pa.log_evidence(idata)
     assert est.num_particles == 400 and np.isfinite(est.chain_sd)
 
@@ -186,7 +187,7 @@ def test_datatree_schema(normal_mean):
         (dict(num_steps=0), "num_steps must be an integer >= 1"),
         (dict(chains=0), "chains must be an integer >= 1"),
         (dict(kernel="nuts"), r"unknown kernel 'nuts'; must be one of \[.*'hais', 'hmc', 'mala', 'metropolis'\]"),
-        (dict(backend="cuda"), r"unknown backend 'cuda'; must be one of \['c', 'jax', 'numba'\]"),
+        (dict(backend="cuda"), r"unknown backend 'cuda'; must be one of \['c', 'jax', 'numba', 'auto'\]"),
         (dict(schedule="cosine"), "unknown schedule 'cosine'"),
         (dict(schedule=[0.0, 0.5, 0.4, 1.0], num_steps=None), "strictly increasing"),
         (dict(schedule=[0.1, 1.0], num_steps=None), "start at exactly 0"),

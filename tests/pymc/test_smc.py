@@ -13,7 +13,6 @@ import pytest
 
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.pymc.smc import HMCKernel
-
 from tests import analytic
 
 DRAWS = 1000
@@ -148,6 +147,15 @@ def test_sample_stats_and_settings(run):
     assert attrs["n_steps"] == 10
     assert attrs["num_leapfrog_steps"] == 1
     assert attrs["mutation_backend"] == "numba"
+
+
+def test_jax_in_forked_workers_raises_instead_of_hanging():
+    """cores=2 runs the chains in forked processes, where JAX (not fork-safe) can hang: the
+    kernel refuses with a clear error before it touches JAX."""
+    pytest.importorskip("jax")
+    with pytest.raises(Exception, match='mutation_backend="jax" cannot run in the worker'):
+        _run(analytic.normal_mean().build(), draws=50, cores=2, seed=7, n_steps=2,
+             mutation_backend="jax")
 
 
 def test_parallel_chains_pickle():
