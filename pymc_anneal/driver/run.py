@@ -31,6 +31,7 @@ from pymc_anneal.driver.tuning import (
     TuningOptions,
     auto_num_steps,
     equal_length_schedule,
+    needs_pilot,
     step_arrays,
     thermodynamic_length,
     tune,
@@ -145,8 +146,10 @@ def run_annealing(
     t0 = time.perf_counter()
     auto = tuning.auto_variance is not None
     loop = compiled_loop(path, kernel, backend)
-    loop.precompile(num_particles, chains, d, [f.dtype or path.dtype for f in kernel.state],
-                    path_parameters)
+    field_dtypes = [f.dtype or path.dtype for f in kernel.state]
+    loop.precompile(num_particles, chains, d, field_dtypes, path_parameters)
+    if needs_pilot(kernel.parameters, tuning):
+        loop.precompile(tuning.num_pilot, 1, d, field_dtypes, path_parameters)
     chunks = _chunks(num_steps, num_chunks, loop.chunk_length)
     timings["compile"] = time.perf_counter() - t0
     length = None

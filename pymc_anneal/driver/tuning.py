@@ -36,6 +36,7 @@ __all__ = [
     "auto_num_steps",
     "bands",
     "equal_length_schedule",
+    "needs_pilot",
     "step_arrays",
     "thermodynamic_length",
     "tune",
@@ -135,6 +136,15 @@ def _band_variance(options, state, log_w, base_var):
     return base_var if options.mass_matrix == "base" else 1.0
 
 
+def needs_pilot(parameters, options: TuningOptions) -> bool:
+    """Whether :func:`tune` runs a pilot (``options.num_pilot`` particles in one chain) for a
+    kernel with these :class:`StepParameter` s: something must be measured on particles."""
+    free = [p for p in parameters if p.name not in options.fixed]
+    return (any(p.tuning == "acceptance" for p in free)
+            or (options.mass_matrix == "adapt" and any(p.tuning == "variance" for p in free))
+            or options.adapt_schedule or options.auto_variance is not None)
+
+
 def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
          target_acceptance: float, rng: np.random.Generator,
          progress: Callable[[int], None]) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -151,8 +161,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     searched = [p.name for p in parameters if p.tuning == "acceptance" and p.name not in options.fixed]
     scaled = [p.name for p in parameters if p.tuning == "variance" and p.name not in options.fixed]
     base_var = np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2
-    if not (searched or (scaled and options.mass_matrix == "adapt") or options.adapt_schedule
-            or options.auto_variance is not None):
+    if not needs_pilot(parameters, options):
         for name in scaled:  # nothing needs the pilot's particles
             values[name][:] = _band_variance(options, None, None, base_var)
         return values, ratio_var
