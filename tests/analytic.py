@@ -52,6 +52,14 @@ Models and closed forms
     location 0 and shape matrix (b0 / a0) (I + X V0 X^T). ``sigma2`` is
     sampled on the log scale in PyMC (value variable ``sigma2_log__``).
 
+``logistic_regression`` (num_features + 1 parameters)
+    beta_j ~ Normal(0, tau) iid (intercept included), y_i ~ Bernoulli(logit^-1(x_i beta))
+    (tau = 2). No closed form: the evidence is a (num_features + 1)-dimensional integral,
+    computed by tensor Gauss-Hermite quadrature in the coordinates that whiten the Laplace
+    approximation at the posterior mode (the integrand is then a smooth, nearly constant
+    correction to a Gaussian; 24 nodes per dimension agree with 32 to 1e-9 nat at the
+    defaults, which the self-tests check).
+
 Module-level instances
 ----------------------
 ``ALL_TARGETS``
@@ -89,6 +97,8 @@ __all__ = [
     "exact_log_evidence_gaussian",
     "exact_log_evidence_student_t",
     "linear_regression",
+    "logistic_regression",
+    "logistic_log_evidence",
     "nig_regression",
     "nig_log_evidence",
     "normal_mean",
@@ -541,6 +551,101 @@ def nig_regression(
         name=f"nig_regression_d{num_features}_n{n}",
         build=functools.partial(_build_nig_regression, params["x"], params["y"], a0, b0, lambda0),
         log_evidence=nig_log_evidence(x, y, a0, b0, lambda0),
+        num_dims=num_features + 1,
+        params=params,
+    )
+
+
+# ---------------------------------------------------------------------------
+# 5. Logistic regression (evidence by quadrature)
+# ---------------------------------------------------------------------------
+
+
+def _build_logistic_regression(x, y, prior_sd) -> pm.Model:
+    (prior_sd,) = _f64(prior_sd)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", np.float64(0.0), prior_sd, shape=x.shape[1])
+        pm.Bernoulli("y", logit_p=pt.dot(x, beta), observed=y)
+    return model
+
+
+def _logistic_log_joint(beta, x, y, prior_sd):
+    """log p(beta) + log p(y | beta) for a batch of coefficient vectors (m, d)."""
+    eta = beta @ x.T
+    log_lik = np.sum(np.where(y, -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)), axis=-1)
+    d = x.shape[1]
+    log_prior = (-0.5 * np.sum(beta**2, axis=-1) / prior_sd**2
+                 - d * (np.log(prior_sd) + 0.5 * np.log(2.0 * np.pi)))
+    return log_prior + log_lik
+
+
+def logistic_log_evidence(x, y, prior_sd: float, num_nodes: int = 24) -> float:
+    """log p(y) of the Bayesian logistic regression, by Gauss-Hermite quadrature.
+
+    Newton's method finds the posterior mode m and the Hessian H of the negative log joint
+    there; with L the Cholesky factor of H^{-1}, beta = m + sqrt(2) L z turns the integral
+    into sum_z w(z) exp(|z|^2) p(m + sqrt(2) L z, y) * 2^{d/2} |L|, evaluated on the tensor
+    grid of ``num_nodes`` Gauss-Hermite nodes per dimension.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=bool)
+    d = x.shape[1]
+    beta = np.zeros(d)
+    for _ in range(100):
+        p = scipy.special.expit(x @ beta)
+        grad = x.T @ (y - p) - beta / prior_sd**2
+        hess = x.T @ (x * (p * (1 - p))[:, None]) + np.eye(d) / prior_sd**2
+        step = np.linalg.solve(hess, grad)
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-13:
+            break
+    p = scipy.special.expit(x @ beta)
+    hess = x.T @ (x * (p * (1 - p))[:, None]) + np.eye(d) / prior_sd**2
+    chol = np.linalg.cholesky(np.linalg.inv(hess))
+    nodes, weights = np.polynomial.hermite.hermgauss(num_nodes)
+    grid = np.stack(np.meshgrid(*[nodes] * d, indexing="ij"), axis=-1).reshape(-1, d)
+    log_w = np.sum(np.log(np.stack(np.meshgrid(*[weights] * d, indexing="ij"), axis=-1)
+                          .reshape(-1, d)), axis=1)
+    points = beta + np.sqrt(2.0) * grid @ chol.T
+    terms = log_w + np.sum(grid**2, axis=1) + _logistic_log_joint(points, x, y, prior_sd)
+    return float(scipy.special.logsumexp(terms) + 0.5 * d * np.log(2.0)
+                 + np.sum(np.log(np.diag(chol))))
+
+
+def logistic_regression(
+    num_features: int = 2,
+    n: int = 100,
+    seed: int = 505,
+    prior_sd: float = 2.0,
+) -> AnalyticTarget:
+    """Bayesian logistic regression with an intercept; evidence by quadrature.
+
+    ``beta ~ Normal(0, prior_sd)`` iid over the intercept and ``num_features`` slopes,
+    ``y_i ~ Bernoulli(logit^-1(beta_0 + x_i beta_1:))``; a fixed standardized design, true
+    coefficients drawn from the prior.
+
+    Parameters
+    ----------
+    num_features : int, default 2
+        Slopes (the model has ``num_features + 1`` coefficients).
+    n : int, default 100
+    seed : int, default 505
+    prior_sd : float, default 2.0
+
+    Returns
+    -------
+    AnalyticTarget
+        ``log_evidence`` from :func:`logistic_log_evidence`.
+    """
+    rng = np.random.default_rng(seed)
+    x = np.column_stack([np.ones(n), standardized_design(rng, n, num_features)])
+    beta_true = rng.normal(0.0, 1.0, size=num_features + 1)
+    y = rng.random(n) < scipy.special.expit(x @ beta_true)
+    params = _frozen(x=x, y=y, prior_sd=prior_sd, beta_true=beta_true)
+    return AnalyticTarget(
+        name=f"logistic_regression_d{num_features + 1}_n{n}",
+        build=functools.partial(_build_logistic_regression, params["x"], params["y"],
+                                prior_sd),
+        log_evidence=logistic_log_evidence(x, y, prior_sd),
         num_dims=num_features + 1,
         params=params,
     )

@@ -28,6 +28,9 @@ import numpy as np
 from pymc_anneal.backends import validate_backend
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.tuning import (
+    AUTO_MAX_RERUNS,
+    AUTO_MAX_STEPS,
+    AUTO_RERUN_FACTOR,
     TuningOptions,
     auto_num_steps,
     equal_length_schedule,
@@ -150,7 +153,6 @@ def run_annealing(
     loop.precompile(num_particles, chains, d, field_dtypes, path_parameters)
     if needs_pilot(kernel.parameters, tuning):
         loop.precompile(tuning.num_pilot, 1, d, field_dtypes, path_parameters)
-    chunks = _chunks(num_steps, num_chunks, loop.chunk_length)
     timings["compile"] = time.perf_counter() - t0
     length = None
 
@@ -158,45 +160,66 @@ def run_annealing(
         progress("tuning", 0)
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)
-        values, ratio_var = tune(loop, path, betas, tuning,
-                                 tuning.target_acceptance or kernel.target_acceptance,
-                                 pilot_rng, lambda done: progress("tuning", done))
+        values, ratio_var, inefficiency = tune(
+            loop, path, betas, tuning, tuning.target_acceptance or kernel.target_acceptance,
+            pilot_rng, lambda done: progress("tuning", done))
+        pilot_betas, pilot_values = betas, values
+
+        def respace(num_steps):  # equal thermodynamic length, each step the pilot's values
+            new = equal_length_schedule(pilot_betas, ratio_var, num_steps)
+            index = np.searchsorted(pilot_betas[1:], new[1:], side="left")
+            index = index.clip(0, pilot_betas.size - 2)
+            return new, {k: v[index] for k, v in pilot_values.items()}
+
+        if auto:
+            length = thermodynamic_length(pilot_betas, ratio_var)
+            num_steps = auto_num_steps(length, tuning.auto_variance, inefficiency)
         if tuning.adapt_schedule or auto:
-            pilot_betas, pilot_steps = betas, num_steps
-            if auto:
-                length = thermodynamic_length(pilot_betas, ratio_var)
-                num_steps = auto_num_steps(length, tuning.auto_variance)
-                chunks = _chunks(num_steps, num_chunks, loop.chunk_length)
-            betas = equal_length_schedule(pilot_betas, ratio_var, num_steps)
-            # each new step takes the tuned values of the pilot step at its beta
-            index = np.searchsorted(pilot_betas[1:], betas[1:], side="left").clip(0, pilot_steps - 1)
-            values = {k: v[index] for k, v in values.items()}
+            betas, values = respace(num_steps)
         timings["tuning"] = time.perf_counter() - t1
-        progress("annealing", 0, num_steps)
         t2 = time.perf_counter()
-        if direction == "forward":
-            run_betas = betas
-            chain_rngs = base_rng.spawn(chains)
-            positions = (initial_positions if initial_positions is not None else
-                         np.concatenate([path.sample_base(r, draws) for r in chain_rngs]))
-            log_w = np.full(num_particles, float(path.log_base_normalizer))
-        else:  # step j runs at beta_{K-j}, with the values tuned there (beta_0: beta_1's)
-            run_betas = betas[::-1].copy()
-            order = np.maximum(np.arange(num_steps)[::-1] - 1, 0)
-            values = {k: v[order] for k, v in values.items()}
-            positions = initial_positions
-            log_w = np.zeros(num_particles)
-        arrays = step_arrays(loop.parameters, run_betas, values, tuning.fixed)
-        base_rng, state = loop.init(base_rng, positions, {k: v[0] for k, v in arrays.items()},
-                                    path_parameters)
-        stats: dict[str, list] = {}
-        for start, stop in zip(chunks[:-1], chunks[1:]):
-            run_rng, state, log_w, chunk_stats = loop.run(
-                run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w, chains,
-                path_parameters)
-            for name, value in chunk_stats.items():
-                stats.setdefault(name, []).append(value)
-            progress("annealing", stop)
+
+        def anneal(betas, values, base_rng, run_rng):
+            num_steps = betas.size - 1
+            progress("annealing", 0, num_steps)
+            if direction == "forward":
+                run_betas = betas
+                chain_rngs = base_rng.spawn(chains)
+                positions = (initial_positions if initial_positions is not None else
+                             np.concatenate([path.sample_base(r, draws) for r in chain_rngs]))
+                log_w = np.full(num_particles, float(path.log_base_normalizer))
+            else:  # step j runs at beta_{K-j}, with the values tuned there (beta_0: beta_1's)
+                run_betas = betas[::-1].copy()
+                order = np.maximum(np.arange(num_steps)[::-1] - 1, 0)
+                values = {k: v[order] for k, v in values.items()}
+                positions = initial_positions
+                log_w = np.zeros(num_particles)
+            arrays = step_arrays(loop.parameters, run_betas, values, tuning.fixed)
+            base_rng, state = loop.init(base_rng, positions,
+                                        {k: v[0] for k, v in arrays.items()}, path_parameters)
+            stats: dict[str, list] = {}
+            chunks = _chunks(num_steps, num_chunks, loop.chunk_length)
+            for start, stop in zip(chunks[:-1], chunks[1:]):
+                run_rng, state, log_w, chunk_stats = loop.run(
+                    run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w,
+                    chains, path_parameters)
+                for name, value in chunk_stats.items():
+                    stats.setdefault(name, []).append(value)
+                progress("annealing", stop)
+            return run_betas, arrays, state, np.asarray(log_w), stats
+
+        run_betas, arrays, state, log_w, stats = anneal(betas, values, base_rng, run_rng)
+        reruns = 0
+        while auto and direction == "forward" and reruns < AUTO_MAX_RERUNS:
+            # the pilot under-rated the kernel's lag: size again from the realized variance
+            realized = float(np.log(num_particles / max(effective_sample_size(log_w), 1.0)))
+            if realized <= AUTO_RERUN_FACTOR * tuning.auto_variance or num_steps >= AUTO_MAX_STEPS:
+                break
+            num_steps = int(min(np.ceil(num_steps * realized / tuning.auto_variance),
+                                AUTO_MAX_STEPS))
+            betas, values = respace(num_steps)
+            run_betas, arrays, state, log_w, stats = anneal(betas, values, *rng.spawn(2))
+            reruns += 1
         timings["sampling"] = time.perf_counter() - t2
     step_stats = {name: np.concatenate(v, axis=0).T for name, v in stats.items()}  # (chains, K)
     if direction == "forward":
@@ -215,7 +238,8 @@ def run_annealing(
                   "backend": backend, "num_steps": num_steps, "direction": direction,
                   "mass_matrix": tuning.mass_matrix, "num_bands": tuning.num_bands,
                   "num_pilot": tuning.num_pilot,
-                  **({"thermodynamic_length": length, "auto_variance": tuning.auto_variance}
+                  **({"thermodynamic_length": length, "auto_variance": tuning.auto_variance,
+                      "inefficiency": inefficiency, "auto_reruns": reruns}
                      if length is not None else {}),
                   "tuned": ",".join(sorted(p.name for p in kernel.parameters
                                            if p.tuning and p.name not in tuning.fixed)),

@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymc_anneal.driver.scan import CompiledLoop
-from pymc_anneal.estimators import systematic_resample
+from pymc_anneal.estimators import effective_sample_size, systematic_resample
 from pymc_anneal.exceptions import AnnealingError
 
 __all__ = [
+    "AUTO_MAX_RERUNS",
     "AUTO_MAX_STEPS",
     "AUTO_MIN_STEPS",
+    "AUTO_RERUN_FACTOR",
     "TuningOptions",
     "auto_num_steps",
     "bands",
@@ -49,6 +51,15 @@ AUTO_MIN_STEPS = 20
 """The fewest temperatures ``num_steps="auto"`` chooses."""
 AUTO_MAX_STEPS = 20_000
 """The most temperatures ``num_steps="auto"`` chooses."""
+AUTO_RERUN_FACTOR = 1.7
+r"""With ``num_steps="auto"``: when the realized variance of the log weights,
+:math:`\log(N / \mathrm{ESS})`, exceeds the target by this factor (the pilot under-rated
+the kernel's lag), the run is repeated, independently, with K scaled by their ratio; the
+last run alone makes the estimate."""
+AUTO_MAX_RERUNS = 2
+"""The most such repeats (where the weights' variance falls more slowly than 1/K, one
+repeat can fall short); a run still off target then says so through the weight
+warnings."""
 
 
 @dataclass(frozen=True)
@@ -147,11 +158,18 @@ def needs_pilot(parameters, options: TuningOptions) -> bool:
 
 def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
          target_acceptance: float, rng: np.random.Generator,
-         progress: Callable[[int], None]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Pilot pass over the forward schedule ``betas``.
+         progress: Callable[[int], None]) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
+    r"""Pilot pass over the forward schedule ``betas``.
 
     Returns the tuned values of the kernel's non-derived parameters, one row per step
-    ``(K, ...)``, and the slope's variance per step (NaN where the pilot did not run).
+    ``(K, ...)``; the slope's variance per step (NaN where the pilot did not run); and the
+    kernel's inefficiency on this path: the variance of each band's log weights, measured
+    as :math:`\log(N / \mathrm{ESS})` (which ignores particles of negligible weight),
+    summed over the bands and divided by its value under perfect mixing,
+    :math:`\sum_k \Delta\beta_k^2 \operatorname{Var}_{\beta_k}(\ell)` (at least 1;
+    NaN where the pilot did not run). Transitions that lag behind the moving target make
+    successive weight increments correlated, and the ratio is about their integrated
+    autocorrelation time, in steps.
     """
     parameters = loop.parameters
     num_steps, d = betas.size - 1, path.num_dims
@@ -164,7 +182,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     if not needs_pilot(parameters, options):
         for name in scaled:  # nothing needs the pilot's particles
             values[name][:] = _band_variance(options, None, None, base_var)
-        return values, ratio_var
+        return values, ratio_var, float("nan")
 
     np_rng, fn_rng = rng.spawn(2)
     path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
@@ -176,6 +194,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     np_rng, state = loop.init(np_rng, path.sample_base(np_rng, options.num_pilot),
                               first_step(0, 1), path_parameters)
     log_w = np.zeros(options.num_pilot)
+    realized, predicted = [], []
     for start, stop in bands(num_steps, options.num_bands):
         for name in scaled:
             values[name][start:stop] = _band_variance(options, state, log_w, base_var)
@@ -201,6 +220,10 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
         fn_rng, state, log_w, band_stats = loop.run(fn_rng, band, state, log_w, 1,
                                                     path_parameters)
         ratio_var[start:stop] = band_stats["log_ratio_var"][:, 0]
+        if np.any(np.isfinite(log_w)):  # the band's weights against perfect mixing
+            realized.append(float(np.log(log_w.size / effective_sample_size(log_w))))
+            predicted.append(float(np.sum(np.diff(betas[start:stop + 1]) ** 2
+                                          * np.nan_to_num(ratio_var[start:stop]))))
         if not np.any(np.isfinite(log_w)):
             raise AnnealingError(
                 "every pilot particle has zero weight (log-likelihood -inf or NaN) during "
@@ -210,7 +233,9 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
         state = {k: v[index] for k, v in state.items()}
         log_w = np.zeros_like(log_w)
         progress(stop)
-    return values, ratio_var
+    inefficiency = (max(sum(realized) / sum(predicted), 1.0) if sum(predicted) > 0
+                    else float("nan"))
+    return values, ratio_var, inefficiency
 
 
 def equal_length_schedule(betas: np.ndarray, ratio_var: np.ndarray, num_steps: int,
@@ -244,18 +269,21 @@ def thermodynamic_length(betas: np.ndarray, ratio_var: np.ndarray) -> float:
     return float(np.sum(sd * np.diff(betas)))
 
 
-def auto_num_steps(length: float, target_variance: float) -> int:
+def auto_num_steps(length: float, target_variance: float, inefficiency: float = 1.0) -> int:
     r"""The number of temperatures K that makes the variance of the log weights about
     ``target_variance``.
 
-    With K steps of equal thermodynamic length and transitions that mix, each weight
-    increment has variance :math:`(\mathcal L / K)^2` and the K increments add up to
-    :math:`\operatorname{Var}(\log w) \approx \mathcal L^2 / K` (Neal 2001; Grosse et al.
-    2013), so :math:`K = \lceil \mathcal L^2 / \sigma^2 \rceil`, between
+    With K steps of equal thermodynamic length and transitions that mix perfectly, each
+    weight increment has variance :math:`(\mathcal L / K)^2` and the K increments add up
+    to :math:`\operatorname{Var}(\log w) \approx \mathcal L^2 / K` (Neal 2001; Grosse
+    et al. 2013). Real transitions lag behind the target, which multiplies that by the
+    kernel's ``inefficiency`` :math:`\tau` (measured by :func:`tune`), so
+    :math:`K = \lceil \tau \mathcal L^2 / \sigma^2 \rceil`, between
     :data:`AUTO_MIN_STEPS` and :data:`AUTO_MAX_STEPS`. For log-normal weights
     :math:`\sigma^2` sets the weight ESS, about :math:`e^{-\sigma^2}` of the particles.
     """
     if not np.isfinite(length):
         return AUTO_MAX_STEPS
-    k = int(np.ceil(length**2 / target_variance))
+    inefficiency = max(inefficiency, 1.0) if np.isfinite(inefficiency) else 1.0
+    k = int(np.ceil(inefficiency * length**2 / target_variance))
     return int(np.clip(k, AUTO_MIN_STEPS, AUTO_MAX_STEPS))

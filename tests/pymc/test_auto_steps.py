@@ -4,7 +4,10 @@ bad input."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+import pytensor.tensor as pt
 import pytest
 from scipy import integrate
 
@@ -13,9 +16,12 @@ from pymc_anneal.driver import TuningOptions, run_annealing
 from pymc_anneal.driver.tuning import (
     AUTO_MAX_STEPS,
     AUTO_MIN_STEPS,
+    AUTO_RERUN_FACTOR,
     auto_num_steps,
     thermodynamic_length,
 )
+from pymc_anneal.estimators import estimate_log_z
+from pymc_anneal.kernels import Info, Kernel, StateField
 from pymc_anneal.pymc.sampling import AUTO_VARIANCE
 from pymc_anneal.schedules import make_schedule
 from tests import analytic
@@ -30,6 +36,9 @@ def test_length_and_rule():
     assert auto_num_steps(0.1, 0.2) == AUTO_MIN_STEPS
     assert auto_num_steps(1e4, 0.2) == AUTO_MAX_STEPS
     assert auto_num_steps(float("inf"), 0.2) == AUTO_MAX_STEPS
+    assert auto_num_steps(10.0, 0.2, inefficiency=3.0) == 1500
+    assert auto_num_steps(10.0, 0.2, inefficiency=0.5) == 500  # never below perfect mixing
+    assert auto_num_steps(10.0, 0.2, inefficiency=float("nan")) == 500  # unmeasured: 1
 
 
 def _exact_length(gaussian):
@@ -47,18 +56,96 @@ def _exact_length(gaussian):
     return integrate.quad(sd, 0.0, 1.0)[0]
 
 
+def _expected_steps(settings) -> int:
+    """K by the rule from a run's measured length and inefficiency (when it did not rerun)."""
+    assert settings["auto_reruns"] == 0
+    return auto_num_steps(settings["thermodynamic_length"], settings["auto_variance"],
+                          settings["inefficiency"])
+
+
 def test_pilot_measures_the_thermodynamic_length():
     """The pilot's estimate (256 particles on 256 linear steps, each step's spread from 256
     draws: a few % of noise, averaged over the steps; the left Riemann sum adds a bias
     below 1%) is within 10% of the exact length, and K follows the rule."""
     run = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=200, chains=2,
                         rng=np.random.default_rng(3), progressbar=False,
-                        tuning=TuningOptions(auto_variance=0.2))
+                        tuning=TuningOptions(auto_variance=AUTO_VARIANCE))
     exact = _exact_length(GAUSSIAN)
     length = run.settings["thermodynamic_length"]
     assert length == pytest.approx(exact, rel=0.1)
-    assert run.settings["num_steps"] == auto_num_steps(length, 0.2) == run.betas.size - 1
+    assert run.settings["num_steps"] == _expected_steps(run.settings) == run.betas.size - 1
     assert run.log_weights.shape == (2, 200)
+
+
+class _ExactState(NamedTuple):
+    position: pt.TensorVariable
+
+
+def _exact_draws_kernel(path):
+    """A 'transition' that draws p_beta exactly (independent of the state): perfect mixing."""
+    base_precision = np.diag(GAUSSIAN.base_scale**-2.0)
+    target_precision = np.linalg.inv(GAUSSIAN.target_cov)
+    target_shift = target_precision @ GAUSSIAN.target_mean
+
+    def init(rng, position, params, path_params):
+        return rng, _ExactState(position)
+
+    def step(rng, state, beta, params, path_params):
+        precision = (1.0 - beta) * base_precision + beta * target_precision
+        cov = pt.linalg.inv(precision)
+        mean = pt.dot(cov, beta * target_shift)
+        chol = pt.linalg.cholesky(0.5 * (cov + cov.T))
+        rng, z = pt.random.normal(size=state.position.shape, rng=rng, return_next_rng=True)
+        ones = pt.ones(state.position.shape[0])
+        return rng, _ExactState(mean + pt.dot(z, chol.T)), Info(ones, ones > 0, ones < 0)
+
+    return Kernel(name="exact", state_type=_ExactState, state=(StateField("position"),),
+                  parameters=(), init=init, step=step, target_acceptance=0.5,
+                  structure=("exact",))
+
+
+def test_inefficiency_is_one_for_exact_draws_and_grows_with_lag():
+    """The pilot's inefficiency (realized variance of the band log weights over its value
+    under perfect mixing) is about 1 for a kernel that draws p_beta exactly, and large for
+    HAIS with a step size too small to keep up with the moving target."""
+    options = TuningOptions(auto_variance=AUTO_VARIANCE)
+    exact = run_annealing(GAUSSIAN.path, kernel=_exact_draws_kernel,
+                          betas=make_schedule("linear", 256), draws=200, chains=2,
+                          rng=np.random.default_rng(4), progressbar=False, tuning=options)
+    # each band's log(N/ESS) comes from 256 particles: about 10% noise, pooled over 8 bands
+    assert 1.0 <= exact.settings["inefficiency"] < 1.3, exact.settings["inefficiency"]
+    slow = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=200,
+                         chains=2, rng=np.random.default_rng(4), progressbar=False,
+                         tuning=TuningOptions(auto_variance=AUTO_VARIANCE,
+                                              fixed={"step_size": 0.02}))
+    assert slow.settings["inefficiency"] > 5.0, slow.settings["inefficiency"]
+    assert slow.settings["num_steps"] > 4 * exact.settings["num_steps"]
+
+
+def test_a_run_that_misses_the_target_is_repeated(monkeypatch):
+    """If the pilot under-rates the lag (here: told that the kernel mixes perfectly, with a
+    step size fixed at a fifth of what the pilot tunes), the main run's weights miss the
+    target variance and the run is repeated with more temperatures until they meet it; the
+    last run's estimate is within its error of the exact log Z = 0."""
+    from pymc_anneal.driver import run as run_module
+
+    real_tune = run_module.tune
+
+    def optimistic_tune(*args, **kwargs):
+        values, ratio_var, _ = real_tune(*args, **kwargs)
+        return values, ratio_var, 1.0
+
+    monkeypatch.setattr(run_module, "tune", optimistic_tune)
+    run = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=500,
+                        chains=2, rng=np.random.default_rng(5), progressbar=False,
+                        tuning=TuningOptions(auto_variance=AUTO_VARIANCE,
+                                             fixed={"step_size": 0.15}))
+    assert run.settings["auto_reruns"] >= 1
+    first_k = auto_num_steps(run.settings["thermodynamic_length"], AUTO_VARIANCE)
+    assert run.settings["num_steps"] > AUTO_RERUN_FACTOR * first_k
+    est = estimate_log_z(run.log_weights.ravel())
+    assert np.log(run.log_weights.size / est.ess) < AUTO_RERUN_FACTOR * AUTO_VARIANCE
+    assert abs(est.log_z) < 3 * est.standard_error + 0.02
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +159,7 @@ def test_auto_evidence_within_its_error_and_dlogz(normal_mean):
     est = pa.log_evidence(idata)
     err = est.log_evidence - normal_mean.log_evidence
     assert abs(err) < 3 * max(est.standard_error, est.chain_sd) and abs(err) < 0.05
-    length = idata.attrs["thermodynamic_length"]
-    assert idata.attrs["num_steps"] == auto_num_steps(length, AUTO_VARIANCE)
+    assert idata.attrs["num_steps"] == _expected_steps(idata.attrs)
     assert idata.attrs["auto_variance"] == AUTO_VARIANCE
     # a tight dlogz lowers the target variance (log1p(N dlogz^2) with N = 400) and adds steps
     tight = pa.sample_ais(model=model, draws=200, chains=2, num_steps="auto", dlogz=0.01,
@@ -87,8 +173,7 @@ def test_auto_is_the_default(normal_mean):
     K the rule gives for it."""
     idata = pa.sample_ais(model=normal_mean.build(), draws=200, chains=2, random_seed=3,
                           progressbar=False)
-    length = idata.attrs["thermodynamic_length"]
-    assert idata.attrs["num_steps"] == auto_num_steps(length, AUTO_VARIANCE)
+    assert idata.attrs["num_steps"] == _expected_steps(idata.attrs)
     assert idata["annealing_stats"]["beta"].shape == (2, idata.attrs["num_steps"])
 
 

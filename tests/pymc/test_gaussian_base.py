@@ -138,7 +138,8 @@ def test_closed_form_evidence_at_default_settings(name, options):
     assert idata.attrs["base"] == "gaussian"
     # the default num_steps="auto" sizes the run from the fitted base's path
     assert idata.attrs["num_steps"] == auto_num_steps(idata.attrs["thermodynamic_length"],
-                                                      AUTO_VARIANCE)
+                                                      AUTO_VARIANCE, idata.attrs["inefficiency"])
+    assert idata.attrs["auto_reruns"] == 0
     assert idata.attrs["fit_steps"] == 500 and idata.attrs["fit_draws"] >= 256
 
 
