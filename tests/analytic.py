@@ -60,6 +60,11 @@ Models and closed forms
     correction to a Gaussian; 24 nodes per dimension agree with 32 to 1e-9 nat at the
     defaults, which the self-tests check).
 
+``polynomial_regression`` (degree + 2 parameters)
+    The Normal-Inverse-Gamma regression on the design ``1, x, x^2, ...``: correlated
+    columns, hence a correlated posterior (the kind of model where a diagonal mass matrix
+    mixes slowly).
+
 Module-level instances
 ----------------------
 ``ALL_TARGETS``
@@ -102,6 +107,7 @@ __all__ = [
     "nig_regression",
     "nig_log_evidence",
     "normal_mean",
+    "polynomial_regression",
     "standardized_design",
 ]
 
@@ -552,6 +558,42 @@ def nig_regression(
         build=functools.partial(_build_nig_regression, params["x"], params["y"], a0, b0, lambda0),
         log_evidence=nig_log_evidence(x, y, a0, b0, lambda0),
         num_dims=num_features + 1,
+        params=params,
+    )
+
+
+def polynomial_regression(
+    degree: int = 2,
+    n: int = 36,
+    seed: int = 606,
+    a0: float = 3.0,
+    b0: float = 2.0,
+    lambda0: float = 4.0,
+) -> AnalyticTarget:
+    """The Normal-Inverse-Gamma regression on a polynomial design ``1, x, ..., x^degree``
+    (``x`` standardized): columns that are far from orthogonal (``x^2`` against the
+    intercept), so the posterior is correlated, as in a quadratic dose-response fit.
+
+    Returns
+    -------
+    AnalyticTarget
+        ``num_dims = degree + 2`` (the coefficients and the log noise variance); evidence
+        from :func:`nig_log_evidence`.
+    """
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0.0, 4.0, size=n)
+    t = (t - t.mean()) / t.std()
+    x = np.column_stack([t**k for k in range(degree + 1)])
+    sigma2_true = 1.0 / rng.gamma(a0, 1.0 / b0)
+    beta_true = rng.normal(0.0, np.sqrt(sigma2_true * lambda0), size=degree + 1)
+    y = x @ beta_true + rng.normal(0.0, np.sqrt(sigma2_true), size=n)
+    params = _frozen(x=x, y=y, a0=a0, b0=b0, lambda0=lambda0, sigma2_true=sigma2_true,
+                     beta_true=beta_true)
+    return AnalyticTarget(
+        name=f"polynomial_regression_deg{degree}_n{n}",
+        build=functools.partial(_build_nig_regression, params["x"], params["y"], a0, b0, lambda0),
+        log_evidence=nig_log_evidence(x, y, a0, b0, lambda0),
+        num_dims=degree + 2,
         params=params,
     )
 
