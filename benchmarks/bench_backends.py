@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     results = {}
     for name, (model, data) in models().items():
         path = model_path(model).path
-        positions = pt.matrix("positions")
+        positions = pt.tensor("positions", dtype="float64", shape=(None, path.num_dims))
         point = path.evaluate(positions, params={})
         outputs = [point.log_ratio, point.grad_log_ratio]
         x = rng.normal(size=(4000, path.num_dims)) * 0.3

@@ -3,8 +3,8 @@
 The docs build does not run samplers (it would take minutes); these figures are drawn once
 by this script and committed. They show the 13-parameter regression of the diabetes example
 (``examples/diabetes_comparison.py``, all ten predictors) annealed with too few (100) and
-with enough (5000) temperatures, and the comparison of that example's four models at the
-default 2000 temperatures. JAX is used to keep
+with enough (5000) temperatures, and the comparison of that example's four models at 2000
+temperatures (a fixed K, the default before num_steps="auto"). JAX is used to keep
 compilation short; the numbers are what the default backend gives, up to Monte Carlo noise.
 
 Run:  python docs/make_figures.py      (a few minutes on 2 cores)
@@ -52,8 +52,8 @@ def main() -> None:
         poor = pa.sample_ais(model=full, num_steps=100, random_seed=1, **SETTINGS)
         runs = [pa.sample_ais(model=full, num_steps=k, random_seed=seed, **SETTINGS)
                 for k in (100, 300, 1000, 3000) for seed in (1, 2)]
-        # the comparison at the default 2000 temperatures, where the 13-parameter model
-        # is flagged
+        # the comparison at a fixed 2000 temperatures, where the 13-parameter model is
+        # flagged
         results = {name: pa.sample_ais(model=model, num_steps=2000, random_seed=1, **SETTINGS)
                    for name, model in models.items()}
     good = pa.sample_ais(model=full, num_steps=5000, random_seed=1, **SETTINGS)
