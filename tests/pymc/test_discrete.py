@@ -97,6 +97,31 @@ def test_labels_are_summed_per_element():
         assert base[i] == pytest.approx(stats.norm.logpdf(x[i], 0, 2).sum())
 
 
+@pytest.mark.parametrize("hidden", [0, 7, 11])
+def test_a_label_that_every_term_reads_is_not_summed_per_element(hidden):
+    """y_i ~ N(mu[z_i] + 0.3 z_h, 1): every term depends on the label z_h too, so summing
+    element by element would be wrong; the check must find z_h wherever it sits (the old
+    check probed 4 random elements and missed it most of the time). The labels are then
+    summed jointly (2^12 configurations), which the densities confirm by enumeration."""
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=12)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2, shape=2)
+        z = pm.Bernoulli("z", 0.3, shape=12)
+        pm.Normal("y", mu[z] + 0.3 * z[hidden], 1.0, observed=y)
+    mp = model_path(model)
+    assert [v.name for v in mp.sums.joint] == ["z"] and not mp.sums.per_element
+    positions = pt.matrix("positions")
+    fn = pytensor.function([positions], mp.path.build_log_densities(positions)[1],
+                           mode="FAST_COMPILE")
+    x = rng.normal(size=(1, 2))
+    labels = np.array(list(itertools.product([0, 1], repeat=12)))  # (4096, 12)
+    means = x[0][labels] + 0.3 * labels[:, [hidden]]
+    log_joint = (stats.norm.logpdf(y, means, 1.0).sum(axis=1)
+                 + np.where(labels, np.log(0.3), np.log(0.7)).sum(axis=1))
+    assert fn(x)[0] == pytest.approx(special.logsumexp(log_joint), rel=1e-10)
+
+
 def _check(est, exact):
     error = est.log_evidence - exact
     assert abs(error) < 3 * est.standard_error + 1e-12, (error, est)
