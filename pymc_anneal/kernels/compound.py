@@ -23,10 +23,12 @@ the usual :math:`(\beta_k - \beta_{k-1}) \log L` at the current state: the *anne
 the design notes, which tempers the likelihood given the discrete values,
 :math:`\log f_\beta(\theta, z) = \log p(\theta, z) + \beta \log p(y \mid \theta, z)`.
 
-Cost: one evaluation of the log density per integer coordinate per step, plus one with
-gradients. The ``acceptance_rate`` in the results (and what the pilot tunes the step size
-to) is the continuous kernel's; each integer coordinate's acceptance rate is a statistic of
-its own (:data:`STATISTIC_PREFIX`).
+Cost: one evaluation of the log density per integer coordinate per step (one per value of
+its support for a Gibbs draw), plus one with gradients. The ``acceptance_rate`` in the
+results (and what the pilot tunes the step size to) is the continuous kernel's; each
+integer coordinate has a statistic of its own (:data:`STATISTIC_PREFIX`): the Metropolis
+acceptance probability, or for a Gibbs draw (always accepted) the probability of leaving
+the current value, :math:`1 - f_\beta(z_j \mid \cdot)` at the current :math:`z_j`.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ INNER_KERNELS = ("hais", "hmc")
 """The continuous kernels the compound kernel can wrap (they honour ``discrete_dims``)."""
 
 STATISTIC_PREFIX = "discrete_acceptance_"
-"""The kernel's statistics: the Metropolis acceptance probability of integer coordinate j,
-``discrete_acceptance_{j}``, averaged over each chain's particles at each step."""
+"""The kernel's statistics: for integer coordinate j, ``discrete_acceptance_{j}``, its
+Metropolis acceptance probability, or for a Gibbs draw the probability of leaving the
+current value, averaged over each chain's particles at each step."""
 
 MAX_GIBBS_SUPPORT = 32
 """Integer coordinates with at most this many values are drawn from their exact tempered
@@ -103,11 +106,17 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         choice = pt.argmax(logits + gumbel, axis=0)
         columns = pt.arange(n)
         moved = pt.gt(params["discrete_moves"], 0)
+        # the statistic: the probability of leaving the current value, 1 - p(current)
+        current = pt.cast(pt.clip(position[:, j] - support[0], 0, k - 1), "int64")
+        log_norm = pt.logsumexp(logits, axis=0)
+        stay = pt.exp(logits[current, columns] - log_norm)
+        leave = pt.switch(pt.isfinite(log_norm), 1.0 - stay, 0.0) * pt.gt(
+            params["discrete_moves"], 0)
         new_value = pt.switch(moved, pt.as_tensor(values)[choice], position[:, j])
         position = pt.set_subtensor(position[:, j], new_value)
         log_base = pt.switch(moved, base_kn[choice, columns], log_base)
         log_ratio = pt.switch(moved, ratio_kn[choice, columns], log_ratio)
-        return rng, position, log_base, log_ratio
+        return rng, position, log_base, log_ratio, leave
 
     def step(rng, state, beta, params, path_params):
         rng, state, info = base.step(rng, state, beta, params, path_params)
@@ -116,9 +125,9 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         rates = []
         for j, width, support in zip(dims, widths, supports):
             if support is not None:  # exact tempered conditional over a small support
-                rng, position, log_base, log_ratio = _gibbs(
+                rng, position, log_base, log_ratio, leave = _gibbs(
                     rng, position, log_base, log_ratio, j, support, beta, params, path_params)
-                rates.append(pt.ones((n,), dtype="float64"))
+                rates.append(leave)
                 continue
             rng, size = pt.random.integers(1, int(width) + 1, size=(n,), rng=rng,
                                            return_next_rng=True)
