@@ -442,6 +442,58 @@ def test_all_discrete_model_can_be_annealed_alone():
     assert 0.1 < float(idata["annealing_stats"]["n_acceptance_rate"].mean()) < 1.0
 
 
+def test_finite_supports_annealed_by_gibbs_alone_match_the_exact_sum():
+    """An all-discrete model with small finite supports, annealed on request
+    (discrete="anneal"): only exact Gibbs draws move it, and its evidence matches the sum
+    that discrete="auto" computes exactly (and an enumeration here)."""
+    def build():
+        with pm.Model() as model:
+            a = pm.Binomial("a", 5, np.float64(0.4))
+            b = pm.DiscreteUniform("b", 0, 3)
+            pm.Poisson("y", a + b + np.float64(1.0), observed=[3, 5])
+        return model
+
+    grid_a, grid_b = np.meshgrid(np.arange(6), np.arange(4), indexing="ij")
+    rates = grid_a + grid_b + 1.0
+    exact = special.logsumexp(stats.binom.logpmf(grid_a, 5, 0.4) + np.log(0.25)
+                              + stats.poisson.logpmf(3, rates) + stats.poisson.logpmf(5, rates))
+    summed = pa.sample_ais(model=build(), draws=100, chains=2, progressbar=False)
+    # PyMC's DiscreteUniform logp is computed in float32: its log 1/4 is 3.8e-9 off
+    assert pa.log_evidence(summed).log_evidence == pytest.approx(exact, abs=1e-8)
+    annealed = pa.sample_ais(model=build(), discrete="anneal", draws=500, chains=2,
+                             random_seed=17, progressbar=False)
+    assert annealed.attrs["annealed_discrete"] == ["a", "b"]
+    est = pa.log_evidence(annealed)
+    assert abs(est.log_evidence - exact) < 3 * max(est.standard_error, est.chain_sd), est
+    leave = float(annealed["annealing_stats"]["a_acceptance_rate"].mean())
+    assert 0.2 < leave < 1.0  # the Gibbs draws do move a
+
+
+def test_a_huge_finite_support_is_annealed_by_metropolis():
+    """k ~ DiscreteUniform(0, 10^9) is too large to sum (or to draw by Gibbs): the default
+    route anneals it with Metropolis jumps of up to its prior sd. The evidence is the
+    average over k of N(0.1; k 1e-9, 1), an integral of the normal density over [0, 1]
+    to within 1e-9."""
+    with pm.Model():
+        k = pm.DiscreteUniform("k", 0, 10**9)
+        pm.Normal("y", k * 1e-9, 1.0, observed=[0.1])
+        idata = pa.sample_ais(draws=500, chains=2, random_seed=19, progressbar=False)
+    exact = np.log(stats.norm.cdf(0.9) - stats.norm.cdf(-0.1))
+    est = pa.log_evidence(idata)
+    assert idata.attrs["annealed_discrete"] == ["k"]
+    assert abs(est.log_evidence - exact) < 3 * max(est.standard_error, est.chain_sd), est
+    assert 0.05 < float(idata["annealing_stats"]["k_acceptance_rate"].mean()) < 1.0
+
+
+def test_all_discrete_model_with_impossible_data_is_refused():
+    with pm.Model():
+        n = pm.DiscreteUniform("n", 0, 3)
+        pm.Binomial("y", n, 0.5, observed=[5])  # 5 successes in at most 3 trials
+        with pytest.raises(AnnealingError, match=r"exact log evidence of the all-discrete "
+                                                 r"model is -inf: the data are impossible"):
+            pa.sample_ais(progressbar=False)
+
+
 @pytest.mark.slow
 def test_latent_count_evidence_at_the_defaults():
     """N ~ Poisson(10) (unbounded: annealed), y_j ~ Binomial(N, p), p ~ Beta(2, 2): the
