@@ -4,7 +4,8 @@
 Three models with exact log evidences (``tests/discrete_models.py``): a change point
 (Poisson counts, a DiscreteUniform switch point, Gamma rates), a two-component Gaussian
 mixture with 40 explicit Bernoulli labels, and a latent count (N ~ Poisson, y ~ Binomial(N,
-p)). For each, ``pa.sample_ais()`` at its defaults (discrete variables summed out) and
+p)). For each, ``pa.sample_ais()`` at its defaults (the switch point and the labels summed
+out, the unbounded count annealed) and
 ``pm.sample_smc(draws=2000, chains=2, cores=1)`` (discrete variables moved by rounding a
 continuous proposal) each run in a **fresh process with an empty home directory** (cold
 PyTensor and Numba caches): the first call, then a second call with another seed (the

@@ -43,7 +43,8 @@ from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal.exceptions import AnnealingError
 
-__all__ = ["GibbsPath", "Path", "PathPoint", "fit_gaussian", "gaussian_base_path"]
+__all__ = ["GibbsPath", "Path", "PathPoint", "check_gaussian_base", "fit_gaussian",
+           "gaussian_base_path"]
 
 
 class _Contract:
@@ -116,6 +117,15 @@ class Path(_Contract):
         For each of ``discrete_dims``, ``(low, high)`` when its support is a small finite
         range (the compound kernel then draws it from its exact tempered conditional), or
         ``None`` (Metropolis on neighbouring integers). Empty: ``None`` for all.
+    build_discrete_base : callable, optional
+        ``position (N, d) -> (N,)``: the log density of the ``discrete_dims`` under their
+        prior given the other coordinates, a normalized distribution over the integers for
+        any value of those. With :attr:`sample_discrete` it lets :func:`gaussian_base_path`
+        keep the discrete coordinates' prior as their base while a Gaussian covers the
+        others.
+    sample_discrete : callable, optional
+        ``(rng, positions (N, d)) -> positions``: the ``discrete_dims`` drawn from that
+        distribution given the other coordinates of ``positions``.
     """
 
     num_dims: int
@@ -131,6 +141,8 @@ class Path(_Contract):
     lower_bounds: np.ndarray | None = field(default=None, compare=False)
     discrete_dims: tuple[int, ...] = ()
     discrete_supports: tuple = ()
+    build_discrete_base: Callable | None = field(default=None, compare=False)
+    sample_discrete: Callable | None = field(default=None, compare=False)
 
     dtype = "float64"
     capabilities = ("evaluate",)
@@ -315,6 +327,18 @@ def fit_gaussian(positions: np.ndarray, log_weights: np.ndarray | None = None,
     return mean, cov
 
 
+def check_gaussian_base(path: Path) -> None:
+    """Raise a clear error unless :func:`gaussian_base_path` can be built on ``path``."""
+    if path.parameters:
+        raise AnnealingError("gaussian_base_path needs a path without parameters of its own.")
+    if path.discrete_dims and (path.build_discrete_base is None or path.sample_discrete is None):
+        raise AnnealingError(
+            f"{path.name!r} has integer coordinates {sorted(path.discrete_dims)} without a "
+            "base for them (their prior given the rest cannot be drawn here: a symbolic "
+            "distribution, or a prior that depends on a summed variable), so a Gaussian base "
+            'cannot cover the others alone; use base="prior".')
+
+
 def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray) -> Path:
     r"""The geometric path from a Gaussian :math:`q = \mathcal N(\mu, \Sigma)` to the
     target of ``path``, in whitened coordinates.
@@ -329,12 +353,21 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray) -> Path:
     good mass matrix. ``mean`` and ``cov`` are inputs of the compiled loop, so every fit for
     the same ``path`` reuses one compiled function. Map the final particles back with
     ``mean + z @ L.T`` (:func:`numpy.linalg.cholesky` of ``cov``).
+
+    A path with integer coordinates (``discrete_dims``, a PyMC model's annealed discrete
+    variables) keeps them as they are: ``mean`` and ``cov`` cover the other coordinates
+    only, and the base of the integer ones is their prior given the others,
+    :math:`q(z_c)\,p(z_d \mid x_c)` (``path.build_discrete_base``, drawn by
+    ``path.sample_discrete``), normalized for every :math:`x_c`, so :math:`Z_0` is still 1
+    and the target still :math:`Z_1`.
     """
-    if path.parameters:
-        raise AnnealingError("gaussian_base_path needs a path without parameters of its own.")
+    check_gaussian_base(path)
     d = path.num_dims
-    mean = np.asarray(mean, dtype=np.float64).reshape(d)
-    cov = np.asarray(cov, dtype=np.float64).reshape(d, d)
+    discrete = np.array(sorted(path.discrete_dims), dtype=int)
+    continuous = np.setdiff1d(np.arange(d), discrete)
+    dc = continuous.size
+    mean = np.asarray(mean, dtype=np.float64).reshape(dc)
+    cov = np.asarray(cov, dtype=np.float64).reshape(dc, dc)
     if not np.all(np.isfinite(mean)) or not np.all(np.isfinite(cov)):
         raise AnnealingError("the Gaussian base's mean and covariance must be finite, got "
                              f"{np.sum(~np.isfinite(mean))} non-finite mean and "
@@ -349,27 +382,46 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray) -> Path:
         chol = np.linalg.cholesky((vectors * values) @ vectors.T)
     log_det = float(np.sum(np.log(np.diag(chol))))
     log_z0 = float(path.log_base_normalizer)
-    const = -0.5 * d * np.log(2.0 * np.pi)
+    const = -0.5 * dc * np.log(2.0 * np.pi)
+
+    def to_model(z, params):
+        moved = params["base_mean"] + z[:, continuous] @ params["base_chol"].T
+        if not discrete.size:
+            return moved
+        return pt.set_subtensor(z[:, continuous], moved)
 
     def build(z, params):
-        x = params["base_mean"] + z @ params["base_chol"].T
+        x = to_model(z, params)
         log_prior, log_ratio = path.build_log_densities(x)
-        log_q = -0.5 * (z**2).sum(axis=-1) + const
+        log_q = -0.5 * (z[:, continuous] ** 2).sum(axis=-1) + const
+        if discrete.size:
+            log_q = log_q + path.build_discrete_base(x)
         log_target = log_prior + log_ratio + params["base_log_det"] + log_z0
         return log_q, log_target - log_q
 
     def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
-        return rng.standard_normal((num_draws, d))
+        z = np.zeros((num_draws, d))
+        z[:, continuous] = rng.standard_normal((num_draws, dc))
+        if discrete.size:  # the integer coordinates from their prior given the rest
+            x = z.copy()
+            x[:, continuous] = mean + z[:, continuous] @ chol.T
+            z[:, discrete] = path.sample_discrete(rng, x)[:, discrete]
+        return z
 
+    scale = np.ones(d)
+    if discrete.size and path.base_scale is not None:
+        scale[discrete] = np.asarray(path.base_scale)[discrete]
     return Path(
         num_dims=d,
         build_log_densities=build,
         sample_base=sample_base,
         log_base_normalizer=0.0,
-        base_scale=np.ones(d),
+        base_scale=scale,
         name=path.name,
         parameters={"base_mean": mean, "base_chol": chol,
                     "base_log_det": np.asarray(log_det)},
         cache_owner=path,
         structure=("gaussian_base",),
+        discrete_dims=path.discrete_dims,
+        discrete_supports=path.discrete_supports,
     )

@@ -91,11 +91,11 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
     supports = tuple(None if sp is None or sp[1] - sp[0] + 1 > MAX_GIBBS_SUPPORT
                      else (int(sp[0]), int(sp[1])) for sp in supports)
 
-    def _gibbs(rng, position, log_base, log_ratio, j, support, beta, params, path_params):
+    def _gibbs(rng, position, log_base, log_ratio, j, support, beta, params, path_params, n):
         """Draw coordinate j from f_beta over its support (Gumbel-max over all values);
         with ``discrete_moves`` = 0 the current value is kept."""
         values = np.arange(support[0], support[1] + 1, dtype="float64")
-        k, n = len(values), position.shape[0]
+        k = len(values)
         stacked = pt.set_subtensor(pt.tile(position, (k, 1))[:, j],
                                    pt.repeat(pt.as_tensor(values), n))
         point = path.evaluate(stacked, gradients=False, params=path_params)
@@ -119,14 +119,16 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         return rng, position, log_base, log_ratio, leave
 
     def step(rng, state, beta, params, path_params):
+        # the number of particles from the state as it comes in: a shape read off a computed
+        # position would be a computation that JAX cannot use as a static size
+        n = state.position.shape[0]
         rng, state, info = base.step(rng, state, beta, params, path_params)
         position, log_base, log_ratio = state.position, state.log_base, state.log_ratio
-        n = position.shape[0]
         rates = []
         for j, width, support in zip(dims, widths, supports):
             if support is not None:  # exact tempered conditional over a small support
                 rng, position, log_base, log_ratio, leave = _gibbs(
-                    rng, position, log_base, log_ratio, j, support, beta, params, path_params)
+                    rng, position, log_base, log_ratio, j, support, beta, params, path_params, n)
                 rates.append(leave)
                 continue
             rng, size = pt.random.integers(1, int(width) + 1, size=(n,), rng=rng,

@@ -159,7 +159,8 @@ def build_kernel(
         delta = (log_f_new - kinetic(new_momentum, moving)) - (log_f_old - kinetic(momentum, moving))
         bad = ~pt.isfinite(log_f_new) | pt.isnan(delta) | (delta < -MAX_ENERGY_ERROR)
         log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
-        rng, uniform = pt.random.uniform(size=log_accept.shape, rng=rng, return_next_rng=True)
+        rng, uniform = pt.random.uniform(size=state.position.shape[:1], rng=rng,
+                                          return_next_rng=True)
         accepted = pt.log(uniform) < log_accept
         keep = accepted[:, None]
         new_state = HMCState(

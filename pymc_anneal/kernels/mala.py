@@ -80,7 +80,8 @@ def build_kernel(path: Path) -> Kernel:
         delta = log_f_new - log_f_old + correction
         bad = ~pt.isfinite(log_f_new) | pt.isnan(delta) | ~pt.all(pt.isfinite(grad_new), axis=-1)
         log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
-        rng, uniform = pt.random.uniform(size=log_accept.shape, rng=rng, return_next_rng=True)
+        rng, uniform = pt.random.uniform(size=state.position.shape[:1], rng=rng,
+                                          return_next_rng=True)
         accepted = pt.log(uniform) < log_accept
         keep = accepted[:, None]
         new_state = MALAState(

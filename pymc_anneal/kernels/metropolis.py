@@ -48,7 +48,8 @@ def build_kernel(path: Path) -> Kernel:
         delta = log_f_new - log_f_old
         bad = ~pt.isfinite(log_f_new) | pt.isnan(delta)
         log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
-        rng, uniform = pt.random.uniform(size=log_accept.shape, rng=rng, return_next_rng=True)
+        rng, uniform = pt.random.uniform(size=state.position.shape[:1], rng=rng,
+                                          return_next_rng=True)
         accepted = pt.log(uniform) < log_accept
         new_state = MetropolisState(
             pt.switch(accepted[:, None], proposal, state.position),

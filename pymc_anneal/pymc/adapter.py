@@ -31,6 +31,7 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.op import RandomVariable
 
 from pymc_anneal.backends import compile_one_off, python_mode
 from pymc_anneal.exceptions import AnnealingError
@@ -286,14 +287,26 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     like_terms = model.logp(vars=list(model.observed_RVs) + list(model.potentials), sum=False)
     rvs = free + list(model.deterministics)
     value_graphs = model.replace_rvs_by_values(rvs)
-    graphs = [*prior_terms, *like_terms, *value_graphs]
+    # the annealed discrete variables' distribution parameters, as functions of the values
+    # of the others (to draw them given the continuous variables: base="gaussian")
+    annealed = [rv for rv in free if _is_discrete(model.rvs_to_values[rv])
+                and model.rvs_to_values[rv] not in summed]
+    drawable = [rv for rv in annealed if isinstance(rv.owner.op, RandomVariable)]
+    param_graphs = [list(model.replace_rvs_by_values(rv.owner.op.dist_params(rv.owner)))
+                    for rv in drawable]
+    graphs = [*prior_terms, *like_terms, *value_graphs, *(g for gs in param_graphs for g in gs)]
     if state:
         graphs, flat = join_nonshared_inputs(initial_point, graphs, state)
     else:
         flat = pt.vector("flat", dtype="float64")
     graphs = _checks_to_ninf(graphs)
     n_prior, n_terms = len(prior_terms), len(prior_terms) + len(like_terms)
-    terms, outputs = list(graphs[:n_terms]), graphs[n_terms:]
+    n_outputs = n_terms + len(value_graphs)
+    terms, outputs = list(graphs[:n_terms]), graphs[n_terms:n_outputs]
+    joined_params, start = [], n_outputs
+    for gs in param_graphs:
+        joined_params.append(graphs[start:start + len(gs)])
+        start += len(gs)
     prior, like = terms[:n_prior], terms[n_prior:]
     point = np.concatenate([np.ravel(initial_point[v.name]).astype("float64") for v in state]
                            ) if state else np.zeros(0)
@@ -333,6 +346,9 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
         return lp, ll
 
     sample_base = _prior_sampler(model, [not d for d in is_summed], num_dims)
+    discrete_base, sample_discrete = _discrete_prior_base(
+        model, free, prior, annealed, drawable, joined_params, summed, flat, initial_point,
+        state)
     slices, discrete_dims, supports, start = [], [], [], 0
     random = set(model.value_vars) | set(model.free_RVs)
     for v in state:
@@ -351,7 +367,8 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     path = Path(num_dims=num_dims, build_log_densities=build_log_densities,
                 sample_base=sample_base, log_base_normalizer=0.0,
                 base_scale=_prior_scale(sample_base, num_dims), name=model.name or "model",
-                discrete_dims=tuple(discrete_dims), discrete_supports=tuple(supports))
+                discrete_dims=tuple(discrete_dims), discrete_supports=tuple(supports),
+                build_discrete_base=discrete_base, sample_discrete=sample_discrete)
     return ModelPath(path=path, value_slices=tuple(slices), **common)
 
 
@@ -399,9 +416,11 @@ def _prior_sampler(model: pm.Model, keep: list[bool], num_dims: int):
     return sample_base
 
 
-def _batched_draws(flat_draw, num):
+def _batched_draws(flat_draw, num, batched: dict | None = None):
     """``flat_draw`` (a vector: one draw of the model's forward graph) as a matrix of ``num``
     independent draws, or None where the graph holds an op this cannot batch safely.
+    ``batched`` maps inputs of the graph to batched versions (one row per draw), such as a
+    vector of values to a matrix of positions.
 
     Every ``RandomVariable`` gets ``num`` prepended to its batch shape; a parameter that is
     already batched (it depends on a random variable) gets singleton axes after its batch
@@ -418,9 +437,9 @@ def _batched_draws(flat_draw, num):
     from pytensor.tensor.random.op import RandomVariable
     from pytensor.tensor.random.type import RandomType
 
-    batched: dict = {}
+    batched = dict(batched or {})  # inputs already batched (a matrix of positions)
     try:
-        for node in toposort([flat_draw]):
+        for node in toposort([flat_draw], blockers=list(batched)):
             inputs = [batched.get(i, i) for i in node.inputs]
             if isinstance(node.op, RandomVariable):
                 rng, size, *params = inputs
@@ -452,6 +471,55 @@ def _batched_draws(flat_draw, num):
     if result is None or result.ndim != 2:
         return None
     return result
+
+
+def _discrete_prior_base(model, free, prior, annealed, drawable, joined_params, summed,
+                         flat, initial_point, state):
+    """The annealed discrete variables' prior given the rest, as a base for them: its log
+    density at a batch of positions, and a sampler that draws them (in the model's order,
+    each given the values of the others) at given positions. ``(None, None)`` when the
+    path has none, or when one cannot be drawn this way (a symbolic distribution, or a prior
+    that depends on a summed variable)."""
+    if not annealed:
+        return None, None
+    terms = [t for t, rv in zip(prior, free) if rv in annealed]
+    params = [g for gs in joined_params for g in gs]
+    if len(drawable) < len(annealed) or set(summed) & set(ancestors([*terms, *params])):
+        return None, None
+    log_discrete = pt.add(*[t.sum() for t in terms])
+
+    def build_discrete_base(position):
+        return vectorize_graph(log_discrete, replace={flat: position})
+
+    starts, offset = {}, 0
+    for v in state:
+        size = int(np.size(initial_point[v.name]))
+        starts[v.name] = (offset, offset + size)
+        offset += size
+    positions = pt.matrix("positions", dtype="float64")
+    draw_functions = []
+    for rv, params in zip(drawable, joined_params):
+        op = rv.owner.op
+        draw = op.make_node(pytensor.shared(np.random.default_rng()), op.size_param(rv.owner),
+                            *params).outputs[1]
+        num = positions.shape[0]
+        batched = _batched_draws(pt.as_tensor(draw).ravel().astype("float64"), num,
+                                 {flat: positions})
+        if batched is None:
+            return None, None
+        rngs = find_rng_nodes([batched])
+        fn = pytensor.function([positions], batched, mode=python_mode(),
+                               on_unused_input="ignore")
+        draw_functions.append((starts[model.rvs_to_values[rv].name], rngs, fn))
+
+    def sample_discrete(rng: np.random.Generator, positions: np.ndarray) -> np.ndarray:
+        positions = np.array(positions, dtype=np.float64)
+        for (start, stop), rngs, fn in draw_functions:  # in order: parents come first
+            reseed_rngs(rngs, rng.integers(2**63, size=4))
+            positions[:, start:stop] = np.asarray(fn(positions)).reshape(len(positions), -1)
+        return positions
+
+    return build_discrete_base, sample_discrete
 
 
 def _prior_scale(sample_base, num_dims: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
-from pymc_anneal.paths import fit_gaussian, gaussian_base_path
+from pymc_anneal.paths import check_gaussian_base, fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_path
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
@@ -95,10 +95,14 @@ def sample_ais(
     element for labels independent given the rest and jointly otherwise, and drawn from
     their exact conditional at the end (:mod:`pymc_anneal.pymc.discrete`); the result's
     ``summed_discrete`` attribute names them. A model with only such variables gets its
-    evidence as one exact sum (standard error 0). The others (a Poisson count) stay on the
-    path and are annealed: after each HMC transition, a Metropolis step on neighbouring
-    integers moves each of them (:mod:`pymc_anneal.kernels.compound`); ``annealed_discrete``
-    names them. ``discrete`` chooses the route.
+    evidence as one exact sum (standard error 0). The others (a Poisson count, a support too
+    large to enumerate) stay on the path and are annealed: after each HMC transition each of
+    them is drawn from its exact tempered conditional when its support has at most 32
+    values, and otherwise moved by a Metropolis step of up to its prior standard deviation
+    (:mod:`pymc_anneal.kernels.compound`); ``annealed_discrete`` names them. With
+    ``base="gaussian"`` the fitted Gaussian covers the continuous variables only, and the
+    annealed discrete ones keep their prior (given the rest) as their base. ``discrete``
+    chooses the route.
 
     Parameters
     ----------
@@ -241,11 +245,6 @@ def sample_ais(
         return _exact_sum(model, mp, draws, chains, rng, backend, seed_attr)
     annealed = _annealed_discrete(mp)
     if annealed:
-        if base == "gaussian":
-            raise AnnealingError(
-                f'base="gaussian" cannot cover the annealed discrete variables {annealed}: '
-                'use base="prior" (the default), or sum them out (discrete="sum") where '
-                "their supports are finite.")
         if not (isinstance(kernel, str) and kernel in INNER_KERNELS):
             raise AnnealingError(
                 f"the annealed discrete variables {annealed} are moved by a Metropolis step "
@@ -256,6 +255,7 @@ def sample_ais(
                kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
     path, fit_info, fit_time = mp.path, {}, 0.0
     if base == "gaussian":
+        check_gaussian_base(mp.path)  # before the fitting run, not after it
         t0 = time.perf_counter()
         fit_rng, rng = rng.spawn(2)
         d = mp.path.num_dims
@@ -270,7 +270,10 @@ def sample_ais(
         alive = np.isfinite(fit.log_weights[0])
         if not alive.any():
             check_weights(fit.log_weights)  # the clear error for all-zero weights
-        mean, cov = fit_gaussian(fit.positions[0][alive])
+        # the Gaussian covers the continuous coordinates; annealed discrete ones keep
+        # their prior given the rest as their base
+        continuous = np.setdiff1d(np.arange(d), mp.path.discrete_dims)
+        mean, cov = fit_gaussian(fit.positions[0][alive][:, continuous])
         path = gaussian_base_path(mp.path, mean, cov)
         fit_time = time.perf_counter() - t0
         fit_info = {"fit_steps": fit_steps, "fit_draws": fit_draws,
@@ -286,7 +289,10 @@ def sample_ais(
             result.step_stats[f"{name}_acceptance_rate"] = np.mean(rates, axis=0)
     if base == "gaussian":  # whitened coordinates -> the model's value space
         chol = path.parameters["base_chol"]
-        result.positions = path.parameters["base_mean"] + result.positions @ chol.T
+        positions = np.array(result.positions)
+        positions[..., continuous] = (path.parameters["base_mean"]
+                                      + positions[..., continuous] @ chol.T)
+        result.positions = positions
         result.timings["fit"] = fit_time
     variables = mp.to_variables(result.positions, rng)
     var_dims, coords = _coords_dims(model, variables)

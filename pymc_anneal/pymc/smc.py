@@ -155,9 +155,9 @@ class HMCKernel(SMC_KERNEL):
 
     Use it as ``pm.sample_smc(kernel=HMCKernel, **kernel_kwargs)``; the keyword arguments
     below are passed through :func:`pymc.sample_smc`. The model must have proper priors and
-    observed data. Discrete free variables are moved exactly, by a Metropolis step on
-    neighbouring integers after each HMC transition (:mod:`pymc_anneal.kernels.compound`),
-    instead of the rounding of PyMC's own kernels.
+    observed data. Discrete free variables are moved exactly after each HMC transition, by a
+    draw from their tempered conditional (supports of up to 32 values) or a Metropolis step
+    (:mod:`pymc_anneal.kernels.compound`), instead of the rounding of PyMC's own kernels.
 
     Parameters
     ----------

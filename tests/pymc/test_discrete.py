@@ -536,11 +536,61 @@ def test_change_point_evidence_by_both_routes():
     assert abs(draws.mean() - exact_mean) < 5 * draws.std() / np.sqrt(summed.ess) + 0.05
 
 
-def test_annealed_route_bad_input():
+def test_gaussian_base_covers_the_continuous_variables_and_keeps_the_discrete_prior():
+    """base="gaussian" with an annealed count: the fitted Gaussian covers p only, N keeps
+    its prior as base; the evidence at the defaults is within 3 SE and 0.05 nat."""
     case = discrete_models.latent_count()
     with case.build():
-        with pytest.raises(AnnealingError, match=r'base="gaussian" cannot cover .*\[\'N\'\]'):
-            pa.sample_ais(base="gaussian", progressbar=False)
+        idata = pa.sample_ais(base="gaussian", random_seed=23, progressbar=False)
+    _check(pa.log_evidence(idata), case.log_evidence)
+    assert idata.attrs["base"] == "gaussian" and idata.attrs["annealed_discrete"] == ["N"]
+    counts = idata.posterior["N"].values
+    assert np.all(counts == np.round(counts)) and counts.min() >= case.data.max()
+
+
+def test_gaussian_base_draws_the_discrete_variables_from_their_prior_given_the_rest():
+    """lam ~ Gamma(4, 1), N ~ Poisson(lam): the base of the Gaussian-base path draws N from
+    Poisson(lam) at each particle's lam (E[N | lam] = lam, Var = lam), and its log density
+    is the Gaussian's plus the Poisson's."""
+    from pymc_anneal.paths import gaussian_base_path
+
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 4.0, 1.0)
+        pm.Poisson("N", lam)
+        pm.Binomial("y", model["N"], 0.5, observed=[3])
+    mp = model_path(model)
+    d_lam = [sl.start for name, sl, _ in mp.value_slices if name.startswith("lam")][0]
+    d_n = [sl.start for name, sl, _ in mp.value_slices if name == "N"][0]
+    path = gaussian_base_path(mp.path, np.array([np.log(4.0)]), np.array([[0.25]]))
+    z = path.sample_base(np.random.default_rng(5), 40_000)
+    lam_values = np.exp(np.log(4.0) + 0.5 * z[:, d_lam])
+    counts = z[:, d_n]
+    assert np.all(counts == np.round(counts))
+    # E[N - lam] = 0 and E[(N - lam)^2 - lam] = 0 given lam, pooled over the draws
+    resid = counts - lam_values
+    assert abs(resid.mean()) < 4 * resid.std() / np.sqrt(resid.size)
+    excess = resid**2 - lam_values
+    assert abs(excess.mean()) < 4 * excess.std() / np.sqrt(excess.size)
+    positions = pt.matrix("positions")
+    log_base, _ = path.build_log_densities(positions, {k: pt.as_tensor(v) for k, v
+                                                       in path.parameters.items()})
+    fn = pytensor.function([positions], log_base, mode="FAST_COMPILE")
+    expected = (stats.norm.logpdf(z[:5, d_lam])
+                + stats.poisson.logpmf(counts[:5], lam_values[:5]))
+    np.testing.assert_allclose(fn(z[:5]), expected, rtol=1e-10)
+
+
+def test_annealed_route_bad_input():
+    with pm.Model() as tied:  # N's prior depends on a summed label: no prior base for N alone
+        z = pm.Bernoulli("z", 0.5)
+        n = pm.Poisson("N", 5.0 + 5.0 * z)
+        pm.Normal("mu", 0.0, 1.0)
+        pm.Binomial("y", n, 0.5, observed=[3])
+    with pytest.raises(AnnealingError, match=r"integer coordinates \[\d\] without a base for "
+                                             r"them.*use base=\"prior\""):
+        pa.sample_ais(model=tied, base="gaussian", progressbar=False)
+    case = discrete_models.latent_count()
+    with case.build():
         with pytest.raises(AnnealingError, match="kernel must be one of.*'metropolis'"):
             pa.sample_ais(kernel="metropolis", progressbar=False)
         with pytest.raises(AnnealingError, match="discrete"):
