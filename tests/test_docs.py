@@ -3,6 +3,7 @@ the examples."""
 
 from __future__ import annotations
 
+import fcntl
 import re
 import subprocess
 import sys
@@ -19,11 +20,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def html(tmp_path_factory):
     pytest.importorskip("sphinx")
     out = tmp_path_factory.mktemp("docs")
-    result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html",
-         "-d", str(out / "doctrees"), str(ROOT / "docs"), str(out / "html")],
-        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
-    )
+    # conf.py and autosummary write generated pages into the source tree: two pytest-xdist
+    # workers building at once could read each other's half-written pages, so the builds
+    # take turns (the lock file lies in the directory the workers' temporary roots share)
+    with open(tmp_path_factory.getbasetemp().parent / "docs-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(
+            [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html",
+             "-d", str(out / "doctrees"), str(ROOT / "docs"), str(out / "html")],
+            capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+        )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     return out / "html"
 
