@@ -7,12 +7,14 @@ An entry point: it validates the user's options, asks the model for its annealin
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import xarray as xr
 
 from pymc_anneal.diagnostics import check_weights
 from pymc_anneal.driver import TuningOptions, run_annealing
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
 from pymc_anneal.schedules import make_schedule
@@ -152,6 +154,8 @@ def ais(
     moments_rng, rng = rng.spawn(2)
     path, kernel = _annealing_path(model, kernel, moments_rng, base=base, data=data,
                                    moments=moments, base_mean=base_mean, base_scale=base_scale)
+    if path.info.get("weight_caveat"):  # known before any draw: the base cannot be trusted
+        warnings.warn(path.info["weight_caveat"], AnnealingWarning, stacklevel=2)
     result = run_annealing(path, kernel=kernel, betas=betas, draws=draws, chains=chains,
                            rng=rng, backend=backend, tuning=tuning, progressbar=progressbar,
                            kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
