@@ -57,3 +57,49 @@ def test_equal_length_schedule_equalizes_sd_times_dbeta():
     spiky[:5] = 1e8
     mixed = equal_length_schedule(np.linspace(0, 1, 101), spiky, 100, mix=0.1)
     assert np.sum(mixed > 0.05) >= 10  # at least ~mix of the steps remain past the spike
+
+
+def test_pilot_steps_thin_a_band_evenly_and_keep_its_end():
+    from pymc_anneal.driver.tuning import _pilot_steps
+
+    np.testing.assert_array_equal(_pilot_steps(10, 20, None), np.arange(10, 20))
+    np.testing.assert_array_equal(_pilot_steps(10, 20, 50), np.arange(10, 20))
+    steps = _pilot_steps(1000, 13500, 512)
+    assert steps.size == 512 and steps[0] == 1000 and steps[-1] == 13499
+    assert np.all(np.diff(steps) > 0) and np.ptp(np.diff(steps)) <= 1
+
+
+def test_a_long_fixed_schedule_is_thinned_for_the_pilot_only(monkeypatch):
+    """With K = 12,000 fixed temperatures the pilot anneals through at most PILOT_MAX_STEPS
+    of them; the step sizes it tunes match those of a pilot through all of them (same
+    seed), and the main run, over every temperature, estimates log Z = 0 of the normalized
+    Gaussian path within its error."""
+    import pymc_anneal.driver.tuning as tuning
+    from tests.gaussian_paths import DEFAULT
+
+    def run():
+        return run_annealing(DEFAULT.path, kernel="hais", betas=make_schedule("geometric",
+                             12_000), draws=200, chains=2, rng=np.random.default_rng(5),
+                             progressbar=False, backend="numba")
+
+    calls = []
+    original_run = tuning.CompiledLoop.run
+
+    def counting_run(self, rng, arrays, state, log_w, chains, *args):
+        if chains == 1:  # the pilot's one population (the main run has two chains)
+            calls.append(len(arrays["beta"]))
+        return original_run(self, rng, arrays, state, log_w, chains, *args)
+
+    monkeypatch.setattr(tuning.CompiledLoop, "run", counting_run)
+    thinned = run()
+    pilot_steps = sum(calls)  # the pilot's bands and step-size trials
+    limit = tuning.PILOT_MAX_STEPS
+    monkeypatch.setattr(tuning, "PILOT_MAX_STEPS", 10**9)
+    calls.clear()
+    full = run()
+    assert pilot_steps <= limit + 8 * 6 * tuning.TRIAL_STEPS < sum(calls)
+    ratio = thinned.parameters["step_size"] / full.parameters["step_size"]
+    assert np.all((ratio > 0.7) & (ratio < 1.4)), ratio
+    assert thinned.betas.size == 12_001
+    est = estimate_log_z(thinned.log_weights.ravel())
+    assert abs(est.log_z) < 3 * est.standard_error + 0.01, est

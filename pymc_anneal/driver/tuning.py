@@ -1,7 +1,8 @@
 r"""The pilot tuner: per-step kernel parameters chosen without biasing the estimate.
 
 A pilot population, separate from the particles that make the estimate, anneals through
-the same schedule in temperature bands, resampling at each band's end (SMC-style). At each
+the same schedule (thinned when it is long and fixed: :data:`PILOT_MAX_STEPS`) in
+temperature bands, resampling at each band's end (SMC-style). At each
 band's start the kernel's state is rebuilt at the pilot's positions (``kernel.init``: an
 auxiliary variable such as a momentum starts from its distribution under the band's
 parameters). Within a band, per the kernel's declared :class:`StepParameter` rules,
@@ -34,6 +35,7 @@ __all__ = [
     "AUTO_MAX_STEPS",
     "AUTO_MIN_STEPS",
     "AUTO_RERUN_FACTOR",
+    "PILOT_MAX_STEPS",
     "TuningOptions",
     "auto_num_steps",
     "bands",
@@ -47,6 +49,12 @@ __all__ = [
 TRIAL_STEPS = 20
 """Steps of a trial run of the step-size search (a loop of static length, JAX's, runs as
 many as one call holds instead: it computes them anyway)."""
+PILOT_MAX_STEPS = 4096
+"""With a schedule the pilot does not measure (``num_steps`` fixed, ``adapt_schedule`` off),
+the most temperatures the pilot anneals through: a longer schedule is thinned for the pilot,
+evenly within each band, and the main run keeps every temperature. The pilot needs particles
+near each band's distribution (for the step-size search and the variances), not every
+temperature: at the HAIS paper's N = 100,000 it cost as much as the main run."""
 AUTO_MIN_STEPS = 20
 """The fewest temperatures ``num_steps="auto"`` chooses."""
 AUTO_MAX_STEPS = 20_000
@@ -132,6 +140,14 @@ def bands(num_steps: int, num_bands: int) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:]))
 
 
+def _pilot_steps(start: int, stop: int, limit: int | None) -> np.ndarray:
+    """The steps (indices into ``0..K-1``) the pilot runs in the band ``[start, stop)``:
+    all of them, or ``limit`` spread evenly over it, its last step included."""
+    if limit is None or stop - start <= limit:
+        return np.arange(start, stop)
+    return np.unique(np.linspace(start, stop - 1, limit).round().astype(int))
+
+
 def _weighted_variance(positions, log_w):
     w = np.exp(log_w - np.max(log_w))
     w = w / w.sum()
@@ -159,7 +175,8 @@ def needs_pilot(parameters, options: TuningOptions) -> bool:
 def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
          target_acceptance: float, rng: np.random.Generator,
          progress: Callable[[int], None]) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
-    r"""Pilot pass over the forward schedule ``betas``.
+    r"""Pilot pass over the forward schedule ``betas`` (thinned to at most
+    :data:`PILOT_MAX_STEPS` temperatures where the pilot does not measure the schedule).
 
     Returns the tuned values of the kernel's non-derived parameters, one row per step
     ``(K, ...)``; the slope's variance per step (NaN where the pilot did not run); and the
@@ -195,7 +212,10 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
                               first_step(0, 1), path_parameters)
     log_w = np.zeros(options.num_pilot)
     realized, predicted = [], []
-    for start, stop in bands(num_steps, options.num_bands):
+    band_list = bands(num_steps, options.num_bands)
+    measures_schedule = options.adapt_schedule or options.auto_variance is not None
+    limit = None if measures_schedule else -(-PILOT_MAX_STEPS // len(band_list))
+    for start, stop in band_list:
         for name in scaled:
             values[name][start:stop] = _band_variance(options, state, log_w, base_var)
         np_rng, state = loop.init(np_rng, state["position"], first_step(start, stop),
@@ -215,15 +235,17 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
             values[name][start:stop] = value
             if stop < num_steps:  # the next band starts from this band's value
                 values[name][stop:] = value
-        band = step_arrays(parameters, betas[start:stop + 1], _slice(values, start, stop),
+        steps = _pilot_steps(start, stop, limit)
+        band_betas = np.concatenate([[betas[start]], betas[steps + 1]])
+        band = step_arrays(parameters, band_betas, {k: v[steps] for k, v in values.items()},
                            options.fixed)
         fn_rng, state, log_w, band_stats = loop.run(fn_rng, band, state, log_w, 1,
                                                     path_parameters)
-        ratio_var[start:stop] = band_stats["log_ratio_var"][:, 0]
+        ratio_var[steps] = band_stats["log_ratio_var"][:, 0]
         if np.any(np.isfinite(log_w)):  # the band's weights against perfect mixing
             realized.append(float(np.log(log_w.size / effective_sample_size(log_w))))
-            predicted.append(float(np.sum(np.diff(betas[start:stop + 1]) ** 2
-                                          * np.nan_to_num(ratio_var[start:stop]))))
+            predicted.append(float(np.sum(np.diff(band_betas) ** 2
+                                          * np.nan_to_num(ratio_var[steps]))))
         if not np.any(np.isfinite(log_w)):
             raise AnnealingError(
                 "every pilot particle has zero weight (log-likelihood -inf or NaN) during "
