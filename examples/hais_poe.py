@@ -24,15 +24,15 @@ test log-likelihoods with error bars, the sanity check of §5.1 (a linear genera
 Phi = 0, whose log-likelihood is closed-form), and figures (error against N).
 
 Run ``python examples/hais_poe.py`` (full: N up to 100,000, 200 particles, 20,000 training
-patches; about 8 minutes on 2 cores with Numba) or ``--fast`` (N up to 100, a smaller
+patches; about 4 minutes on 2 cores with Numba) or ``--fast`` (N up to 100, a smaller
 training set; what the tests run). ``--base isotropic`` anneals from a Gaussian fitted to the
-training patches instead of the package's heavy-tailed default (3.5 minutes): a base far
+training patches instead of the package's heavy-tailed default (2.5 minutes): a base far
 from the target, where the kernels differ. The results of both, measured on 2026-11-25, are
 in ``docs/user_guide/energy_models.md``: from the Gaussian base on the Laplace POE, HAIS was
 within 0.05 nat at N = 100 where random-walk Metropolis needed N = 10,000 (the paper's
 claim: an order of magnitude or more); from the default base every method was within 0.1
 nat at every N; and the Gaussian base against the Student-t POE's polynomial tails stayed
-0.35-0.64 nat low even at N = 100,000 (``ais`` warns of that base for Student-t experts).
+0.38-0.64 nat low even at N = 100,000 (``ais`` warns of that base for Student-t experts).
 """
 
 from __future__ import annotations
