@@ -221,8 +221,8 @@ class ProductOfExperts(EnergyModel):
         :math:`G = (F^\top F\, M / L)^{1/2}` of their Gram matrix), divided by
         ``base_scale`` (default 1.25), with the target's exponents for a complete
         Student-t set and :math:`\alpha_0 = \min(1.5, \min_l \alpha_l)` otherwise
-        (1.5 for Laplace experts). Its tails are at least as heavy as the target's, so the importance
-        weights stay bounded for complete sets. ``base="gaussian"`` (``base_mean``,
+        (1.5 for Laplace experts). Its tails are at least as heavy as the target's, so the
+        importance weights stay bounded for complete sets. ``base="gaussian"`` (``base_mean``,
         ``base_scale``), ``"isotropic"``, ``"diagonal"`` or ``"full"`` (fitted to ``data`` or
         ``moments``): the Gaussian bases of :meth:`EnergyModel.annealing_path`. Against the
         polynomial tails of Student-t experts a Gaussian base gives weights of infinite
