@@ -15,6 +15,7 @@ path: its evidence is one exact sum (:attr:`ModelPath.exact_log_evidence`).
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from dataclasses import dataclass, field
 
@@ -27,16 +28,19 @@ from pymc.initial_point import make_initial_point_expression
 from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal.backends import compile_one_off, python_mode
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
 from pymc_anneal.pymc.discrete import (
+    ELEMENTWISE_POINTS,
     DiscreteSums,
     TooManyConfigurations,
     compile_check,
@@ -148,13 +152,47 @@ def _check_model(model: pm.Model) -> None:
         )
 
 
+def _shared_data(graphs) -> list:
+    """The shared variables (``pm.Data``, dimension lengths, ``pytensor.shared`` values)
+    that ``graphs`` read, random generators excluded, in a fixed order."""
+    shared = {id(v): v for v in ancestors(graphs)
+              if isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)}
+    return sorted(shared.values(), key=lambda v: (str(v.name), id(v)))
+
+
+def _fingerprint(variables, values: bool) -> tuple:
+    """Each shared variable's identity, shape and dtype, and with ``values`` a digest of
+    its value."""
+    out = []
+    for v in variables:
+        value = np.asarray(v.get_value(borrow=True))
+        digest = (hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16)
+                  .hexdigest() if values else None)
+        out.append((id(v), str(v.name), value.shape, str(value.dtype), digest))
+    return tuple(out)
+
+
 def _signature(model: pm.Model) -> tuple:
+    """What a model's cached path depends on: its variables, and its data.
+
+    The compiled log densities read shared data (``pm.Data``) when they run, so a
+    continuous model's path only depends on the data's shapes (the shapes of the value
+    variables may follow them) and on the values of data the prior reads (the prior's
+    draws and scale). Discrete sums depend on the data's values too (supports set by a
+    ``pm.Data`` n, the per-element structure, an all-discrete model's exact evidence), so a
+    model with discrete free variables is keyed on every value: after ``pm.set_data`` the
+    path is built again wherever a cached value could be stale."""
+    discrete = any(_is_discrete(v) for v in model.value_vars)
+    graphs = [*model.free_RVs, *model.observed_RVs, *model.potentials, *model.deterministics]
+    prior = _shared_data(list(model.free_RVs))
     return (
         tuple(v.name for v in model.value_vars),
         tuple(v.name for v in model.observed_RVs),
         tuple(v.name for v in model.potentials),
         tuple(v.name for v in model.deterministics),
         tuple(id(v) for v in model.value_vars),
+        _fingerprint(_shared_data(graphs), values=discrete),
+        _fingerprint(prior, values=True),
     )
 
 
@@ -310,9 +348,15 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     prior, like = terms[:n_prior], terms[n_prior:]
     point = np.concatenate([np.ravel(initial_point[v.name]).astype("float64") for v in state]
                            ) if state else np.zeros(0)
-    sums = (DiscreteSums.plan(model, summed, terms, compile_check(terms, flat, point, summed))
-            if summed else None)
     is_summed = [model.rvs_to_values[rv] in summed for rv in free]
+    sample_base = _prior_sampler(model, [not d for d in is_summed], point.size) if state \
+        else None
+    sums = None
+    if summed:  # independence of labels is probed at exact prior draws, not one point
+        points = (sample_base(np.random.default_rng(0), ELEMENTWISE_POINTS) if state
+                  else np.zeros((ELEMENTWISE_POINTS, 0)))
+        sums = DiscreteSums.plan(model, summed, terms, compile_check(terms, flat, summed),
+                                 points)
     state_prior = [t for t, d in zip(prior, is_summed) if not d]
     summed_prior = [t for t, d in zip(prior, is_summed) if d]
     conditional = tuple(sums.conditional_logits(terms)) if sums is not None else ()
@@ -345,7 +389,6 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
         lp, ll = vectorize_graph([log_base_1, log_ratio_1], replace={flat: position})
         return lp, ll
 
-    sample_base = _prior_sampler(model, [not d for d in is_summed], num_dims)
     discrete_base, sample_discrete = _discrete_prior_base(
         model, free, prior, annealed, drawable, joined_params, summed, flat, initial_point,
         state)

@@ -180,11 +180,12 @@ class DiscreteSums:
         return tuple(v.name for v in self.joint + self.per_element)
 
     @classmethod
-    def plan(cls, model, discrete_values, terms, check_fn) -> DiscreteSums:
+    def plan(cls, model, discrete_values, terms, check_fn, points: np.ndarray) -> DiscreteSums:
         """Classify the discrete value variables. ``terms`` are the model's elementwise
-        log-density terms (graphs of the discrete values and of constants only through the
-        ``check_fn`` inputs); ``check_fn(term_indices, values) -> arrays`` evaluates terms at
-        a point with the given discrete values, for the per-element independence check."""
+        log-density terms (graphs of the discrete values and of the path's variables, the
+        ``check_fn`` inputs); ``check_fn`` (:func:`compile_check`) evaluates them at a batch
+        of rows, for the per-element independence check at ``points`` (P, d), exact prior
+        draws of the path's variables."""
         random = set(model.value_vars) | set(model.free_RVs)
         rvs = {model.values_to_rvs[v]: v for v in discrete_values}
         variables, point = [], model.initial_point()
@@ -193,8 +194,9 @@ class DiscreteSums:
             shape = tuple(int(s) for s in point[value.name].shape)
             variables.append(_Var(value, value.name, support, shape))
         per_element, joint = [], []
+        rng = np.random.default_rng(0)
         for v in variables:
-            if v.size > 1 and _elementwise(v, variables, terms, check_fn):
+            if v.size > 1 and _elementwise(v, variables, terms, check_fn, points, rng):
                 per_element.append(v)
             else:
                 joint.append(v)
@@ -300,20 +302,36 @@ def _categorical(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 ELEMENTWISE_PROBES = 64
-"""Random half-subsets of a vector variable's elements changed at once by the per-element
+r"""Random half-subsets of a vector variable's elements changed at once by the per-element
 check (:func:`_elementwise`), besides every single element of a variable of up to this many
 elements: a term that depends on another element than its own is caught by each probe that
-changes that element and not its own, so a hidden dependence escapes all probes with
-probability at most :math:`(3/4)^{64} \approx 10^{-8}`."""
+changes that element and not its own, so a hidden dependence escapes all probes at one point
+with probability at most :math:`(3/4)^{64} \approx 10^{-8}`."""
+ELEMENTWISE_POINTS = 8
+"""Points at which the per-element check (:func:`_elementwise`) probes the terms: exact
+draws of the prior of the variables on the path (never the model's initial point, where a
+coupling coefficient with a symmetric prior is exactly 0 and hides the coupling), each with
+its own random values of the summed variables."""
+_MAX_CHECK_VALUES = 20_000_000
+"""The most term values one evaluation of the check computes (fewer points above it)."""
 
 
-def _elementwise(var: _Var, variables, terms, check_fn) -> bool:
+def _elementwise(var: _Var, variables, terms, check_fn, points: np.ndarray,
+                 rng: np.random.Generator) -> bool:
     """Whether the terms that depend on ``var`` depend on it element by element, and on no
-    other vector-valued discrete variable: at a random point, change a set of elements to
-    other values of the support and check that no element of a term outside the set moves.
-    The sets are each single element (up to :data:`ELEMENTWISE_PROBES` elements) and
-    :data:`ELEMENTWISE_PROBES` random halves (a dependence such as ``mu[z] + z[0]``, where
-    every term moves with ``z[0]``, is found whichever element carries it)."""
+    other vector-valued discrete variable.
+
+    The structure is read off the graph where it can be (a term that depends on another
+    vector-valued discrete variable, or whose shape does not line up with ``var``'s, is not
+    element by element); the rest is probed numerically at each of ``points`` (exact prior
+    draws of the path's variables, (P, d)) with random values of the discrete variables:
+    change a set of elements to other values of the support and check that no element of a
+    term outside the set moves. The sets are each single element (every pair of elements,
+    up to :data:`ELEMENTWISE_PROBES` elements) and :data:`ELEMENTWISE_PROBES` random halves
+    (a dependence such as ``mu[z] + z[0]``, where every term moves with ``z[0]``, is found
+    whichever element carries it). An element whose terms are not finite at any point
+    cannot be probed, so the variable is then not summed element by element (the
+    conservative choice: summed jointly, or annealed)."""
     dependent = [i for i, t in enumerate(terms) if _depends(t, var)]
     others = [v for v in variables if v is not var and v.size > 1]
     if any(_depends(terms[i], o) for i in dependent for o in others):
@@ -323,47 +341,84 @@ def _elementwise(var: _Var, variables, terms, check_fn) -> bool:
         if len(shape) < len(var.shape) or any(
                 s is not None and s != vs for s, vs in zip(shape, var.shape)):
             return False
-    rng = np.random.default_rng(0)
-    values = {v.name: rng.choice(v.support, size=v.shape) for v in variables}
-    base = check_fn(dependent, values)
-    if any(np.shape(b)[:len(var.shape)] != var.shape for b in base):
-        return False
-    size = var.size
     if len(var.support) < 2:  # a constant: nothing to change
         return True
+    size = var.size
     probes = [np.eye(size, dtype=bool)[j] for j in range(size)] if size <= ELEMENTWISE_PROBES \
         else []
     probes += [rng.random(size) < 0.5 for _ in range(ELEMENTWISE_PROBES)]
-    current = values[var.name].reshape(-1)
-    for changed_set in probes:
-        if not changed_set.any():
-            continue
-        new = current.copy()
-        for j in np.flatnonzero(changed_set):  # another value of the support, at random
-            new[j] = rng.choice(var.support[var.support != current[j]])
-        changed = {**values, var.name: new.reshape(var.shape)}
-        outside = ~changed_set.reshape(var.shape)
-        for before, after in zip(base, check_fn(dependent, changed)):
-            moved = ~np.isclose(before, after, rtol=0, atol=0, equal_nan=True)
-            moved = moved.reshape(var.shape + (-1,)).any(axis=-1) if moved.ndim > len(
-                var.shape) else moved
-            if (moved & outside).any():
-                return False
+    probes = np.array([p for p in probes if p.any()])
+    rows_per_point = 1 + len(probes)
+    num_points = int(np.clip(_MAX_CHECK_VALUES // max(rows_per_point * size, 1), 1,
+                             len(points)))
+    points = points[:num_points]
+    flat_rows, value_rows = [], {v.name: [] for v in variables}
+    for point in points:
+        values = {v.name: rng.choice(v.support, size=v.shape) for v in variables}
+        current = values[var.name].reshape(-1)
+        flat_rows.append(np.broadcast_to(point, (rows_per_point, point.size)))
+        for v in variables:
+            if v is not var:
+                value_rows[v.name].append(np.broadcast_to(values[v.name],
+                                                          (rows_per_point, *v.shape)))
+        changed = np.repeat(current[None], rows_per_point, axis=0)
+        for row, changed_set in enumerate(probes, start=1):
+            for j in np.flatnonzero(changed_set):  # another value of the support, at random
+                changed[row, j] = rng.choice(var.support[var.support != current[j]])
+        value_rows[var.name].append(changed.reshape(rows_per_point, *var.shape))
+    outputs = check_fn(dependent, np.concatenate(flat_rows),
+                       {k: np.concatenate(v) for k, v in value_rows.items()})
+    outside = ~probes.reshape(len(probes), *var.shape)
+    for out in outputs:
+        out = np.asarray(out)
+        if out.shape[1:1 + len(var.shape)] != var.shape:
+            return False
+        out = out.reshape(num_points, rows_per_point, *var.shape, -1)
+        base, after = out[:, :1], out[:, 1:]
+        if not np.isfinite(base).any(axis=(0, 1, -1)).all():
+            return False  # an element that cannot be probed anywhere
+        moved = ~np.isclose(base, after, rtol=0, atol=0, equal_nan=True)
+        if (moved.any(axis=-1) & outside[None]).any():
+            return False
     return True
 
 
-def compile_check(terms, flat, point, discrete_values):
-    """``check_fn`` for :meth:`DiscreteSums.plan`: evaluates terms at the model's initial
-    point of the continuous variables with given discrete values."""
+def compile_check(terms, flat, discrete_values):
+    """``check_fn`` for :meth:`DiscreteSums.plan`: ``check_fn(term_indices, positions,
+    values)`` evaluates the terms at a batch of rows, positions (B, d) of the path's
+    variables and each discrete variable's values (B, *shape), as arrays (B, *term shape):
+    one call of the terms' graphs vectorized over the rows (or, where PyTensor cannot
+    vectorize them, one call per row)."""
     cache = {}
 
-    def check_fn(indices, values):
+    def compile_terms(indices):
+        selected = [terms[i] for i in indices]
+        batch = pt.matrix("positions", dtype=flat.dtype)
+        batched = {v: pt.tensor(f"{v.name}_rows", dtype=v.dtype, shape=(None, *v.type.shape))
+                   for v in discrete_values}
+        try:
+            outputs = vectorize_graph(selected, replace={flat: batch, **batched})
+            fn = pytensor.function([batch, *batched.values()], outputs,
+                                   on_unused_input="ignore", mode=python_mode())
+            return fn, True
+        except Exception:  # noqa: BLE001 - an op PyTensor cannot vectorize: row by row
+            fn = pytensor.function([flat, *discrete_values], selected,
+                                   on_unused_input="ignore", mode=python_mode())
+            return fn, False
+
+    def check_fn(indices, positions, values):
         key = tuple(indices)
-        fn = cache.get(key)
-        if fn is None:
-            fn = cache[key] = pytensor.function([flat, *discrete_values],
-                                                [terms[i] for i in indices],
-                                                on_unused_input="ignore", mode=python_mode())
-        return fn(point, *[values[v.name] for v in discrete_values])
+        if key not in cache:
+            cache[key] = compile_terms(indices)
+        fn, vectorized = cache[key]
+        rows = len(positions)
+        ordered = [values[v.name] for v in discrete_values]
+        if vectorized:
+            outputs = fn(positions, *ordered)
+            return [np.broadcast_to(o, (rows, *np.shape(o)[np.ndim(o) - terms[i].ndim:]))
+                    if np.ndim(o) == terms[i].ndim else np.asarray(o)
+                    for o, i in zip(outputs, indices)]
+        per_row = [fn(positions[r], *[v[r] for v in ordered]) for r in range(rows)]
+        return [np.stack([row[k] for row in per_row]) for k in range(len(indices))]
 
     return check_fn
