@@ -67,7 +67,7 @@ def _log_lik_summed(rho):
 
 
 def _coupled_exact():
-    integrand = lambda r: np.exp(_log_lik_summed(r)[0] + stats.norm.logpdf(r) + 15.0)  # noqa: E731
+    integrand = lambda r: np.exp(_log_lik_summed(r)[0] + stats.norm.logpdf(r) + 15.0)
     value, err = integrate.quad(integrand, -12, 12, epsabs=0, epsrel=1e-11, limit=200)
     assert err < 1e-9 * value
     return np.log(value) - 15.0
