@@ -4,8 +4,8 @@
 The conjugate normal-mean model of ``tests/analytic.py`` (20 observations, closed-form
 evidence), K = 30 temperatures, no mixing steps at beta = 1 (the hardest case for the
 upper bound: every backward particle of a dataset starts at the one theta*), 16 simulated
-datasets per call, 2 chains x ``--draws`` (50) particles per dataset and direction. Over ``--seeds`` calls,
-the errors of the pooled bounds against the exact average log evidence of the simulated
+datasets per call, 2 chains x ``--draws`` (50) particles per dataset and direction. Over
+``--seeds`` calls, the errors of the pooled bounds against the exact average log evidence of the simulated
 datasets, in standard-error units: ``upper_se`` (the spread of the per-dataset gaps less the
 forward runs' share), the particles' own delta-method error (what ``upper_se`` was before),
 and ``lower_se``. Prints the sd of each, with the 99 % chi-square interval for S seeds.
@@ -59,11 +59,18 @@ def main() -> None:
     z = np.array(rows)
     s = args.seeds
     low, high = (np.sqrt(stats.chi2.ppf(q, s - 1) / (s - 1)) for q in (0.005, 0.995))
-    print(f"K={args.steps}, mixing {args.mixing}, draws {args.draws}, {s} seeds; 99% interval for sd: "
-          f"[{low:.2f}, {high:.2f}]")
+    print(f"K={args.steps}, mixing {args.mixing}, draws {args.draws}, {s} seeds; "
+          f"99% interval for sd: [{low:.2f}, {high:.2f}]")
     for name, col in zip(("upper_se", "naive upper", "lower_se"), z.T):
         print(f"{name:12s} sd(z) {col.std(ddof=1):.2f}  mean(z) {col.mean():+.2f}")
 
 
 if __name__ == "__main__":
     main()
+
+# Measured 2026-11-25 (this script, 24 seeds, K = 30, CPU, JAX backend), sd of the errors in
+# units of: upper_se | the particles' own error (the old upper_se) | lower_se
+#   --draws 50,  --mixing 0:    1.13 | 1.70 | 1.23
+#   --draws 200, --mixing 0:    1.39 | 2.67 | 1.18
+#   --draws 200, --mixing 100:  1.00 | 1.06 | 1.18
+# 99 % chi-square interval for the sd of 24 unit normals: [0.63, 1.39].

@@ -435,7 +435,9 @@ def sandwich(
         (``ais - raise``), and ``ais_warning`` (whether AIS raised an
         :class:`~pymc_anneal.AnnealingWarning` at that K: expected at small K, where the
         gap shows the same thing; the warnings are recorded here rather than raised); the
-        attribute ``verdict`` says in words what the gap at the largest K means. :func:`pymc_anneal.plots.plot_sandwich` draws it.
+        attribute ``verdict`` says in words what the gap at the largest K means
+        (:func:`sandwich_verdict`: agreement, an open bracket, an inverted one or too noisy
+        to judge). :func:`pymc_anneal.plots.plot_sandwich` draws it.
 
     References
     ----------
