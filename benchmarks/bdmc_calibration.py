@@ -6,8 +6,8 @@ evidence), K = 30 temperatures, no mixing steps at beta = 1 (the hardest case fo
 upper bound: every backward particle of a dataset starts at the one theta*), 16 simulated
 datasets per call, 2 chains x ``--draws`` (50) particles per dataset and direction. Over
 ``--seeds`` calls, the errors of the pooled bounds against the exact average log evidence
-of the simulated datasets, in standard-error units: ``upper_se`` (the spread of the per-dataset gaps less the
-forward runs' share), the particles' own delta-method error (what ``upper_se`` was before),
+of the simulated datasets, in standard-error units: ``upper_se`` (the spread of the
+per-dataset gaps less the forward runs' share), the particles' own delta-method error (what ``upper_se`` was before),
 and ``lower_se``. Prints the sd of each, with the 99 % chi-square interval for S seeds.
 
 Run from the repository root: ``python benchmarks/bdmc_calibration.py --seeds 24``.
