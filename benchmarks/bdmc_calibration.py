@@ -7,8 +7,9 @@ upper bound: every backward particle of a dataset starts at the one theta*), 16 
 datasets per call, 2 chains x ``--draws`` (50) particles per dataset and direction. Over
 ``--seeds`` calls, the errors of the pooled bounds against the exact average log evidence
 of the simulated datasets, in standard-error units: ``upper_se`` (the spread of the
-per-dataset gaps less the forward runs' share), the particles' own delta-method error (what ``upper_se`` was before),
-and ``lower_se``. Prints the sd of each, with the 99 % chi-square interval for S seeds.
+per-dataset gaps less the forward runs' share), the particles' own delta-method error
+(what ``upper_se`` was before), and ``lower_se``. Prints the sd of each, with the 99 %
+chi-square interval for S seeds.
 
 Run from the repository root: ``python benchmarks/bdmc_calibration.py --seeds 24``.
 """
