@@ -26,6 +26,12 @@ probabilities come from Monte Carlo over the same normal approximation: draw eve
 :math:`\log Z_i` from :math:`N(\widehat{\log Z_i}, s_i^2)`, compute the probabilities, take
 quantiles.
 
+**Same quantity, same data.** Results carry the quantity they estimate (the attribute
+``quantity``; a result of :func:`pymc_anneal.sample_ais` is a log evidence): results of
+different quantities are refused. Whether two evidences are of the same data cannot be
+told from the results (they record no fingerprint of the data), so that stays the
+caller's responsibility.
+
 **Strength of evidence** (Kass & Raftery 1995, on :math:`2 \ln \mathrm{BF}`): 0 to 2 "not
 worth more than a bare mention", 2 to 6 "positive", 6 to 10 "strong", above 10 "very strong".
 
@@ -162,6 +168,39 @@ def _estimate(name: str, value) -> EvidenceEstimate:
     return est
 
 
+QUANTITY_WORDS = {
+    "log_evidence": "a log evidence (pymc_anneal.sample_ais)",
+    "log_partition_function": "a log partition function (pymc_anneal.ais)",
+    "test_log_likelihood": "test log-likelihoods (pymc_anneal.reverse_ais)",
+    "mean_test_log_likelihood": "an average test log-likelihood (pymc_anneal.sandwich)",
+}
+"""The quantities a result can carry (its attribute ``quantity``), in words."""
+
+
+def _quantity(value) -> str | None:
+    """The quantity a result estimates: its ``quantity`` attribute, ``"log_evidence"`` for a
+    DataTree of :func:`pymc_anneal.sample_ais` (which carries none), ``None`` where it cannot
+    be told (an :class:`EvidenceEstimate`)."""
+    if not isinstance(value, xr.DataTree):
+        return None
+    quantity = value.attrs.get("quantity")
+    if quantity is None and value.attrs.get("method") == "ais":
+        return "log_evidence"
+    return quantity
+
+
+def _check_same_quantity(names: list[str], values: list) -> None:
+    """Refuse to compare results that estimate different quantities."""
+    quantities = {name: q for name, q in zip(names, map(_quantity, values)) if q is not None}
+    if len(set(quantities.values())) > 1:
+        found = "; ".join(f"{name!r} is {QUANTITY_WORDS.get(q, repr(q))}"
+                          for name, q in quantities.items())
+        raise AnnealingError(
+            f"the results estimate different quantities: {found}. A Bayes factor is a ratio "
+            "of the evidences of the same data under two models; compare only results of "
+            "pymc_anneal.sample_ais on the same data (or only log partition functions).")
+
+
 def _standard_error(est: EvidenceEstimate) -> float:
     """The standard error to propagate: the larger of the delta-method error and the chains'
     spread (the delta-method error alone with one chain, where the spread is NaN)."""
@@ -207,7 +246,9 @@ def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
     Raises
     ------
     AnnealingError
-        If either input has no evidence estimate (e.g. a DataTree from ``pm.sample``).
+        If either input has no evidence estimate (e.g. a DataTree from ``pm.sample``), or if
+        the two estimate different quantities (their attribute ``quantity``: a log evidence
+        against an energy model's log partition function).
 
     See Also
     --------
@@ -235,6 +276,7 @@ def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
     (7.39, 6.7, 8.15, 'positive')
     """
     prob = _check_prob(prob)
+    _check_same_quantity(["idata1", "idata2"], [idata1, idata2])
     est1, est2 = _estimate("idata1", idata1), _estimate("idata2", idata2)
     log_bf = est1.log_evidence - est2.log_evidence
     se = math.hypot(_standard_error(est1), _standard_error(est2))
@@ -327,7 +369,9 @@ def compare(
     ------
     AnnealingError
         If ``idatas`` is not a dict of at least two models, if an entry has no evidence
-        (e.g. a DataTree from ``pm.sample``), or if ``prior_probabilities`` does not match.
+        (e.g. a DataTree from ``pm.sample``), if the entries estimate different quantities
+        (their attribute ``quantity``, e.g. a log evidence against a log partition
+        function), or if ``prior_probabilities`` does not match.
 
     See Also
     --------
@@ -366,6 +410,7 @@ def compare(
     names = [str(name) for name in idatas]
     if len(set(names)) != len(names):
         raise AnnealingError(f"model names must be distinct as strings, got {list(idatas)}.")
+    _check_same_quantity(names, list(idatas.values()))
     estimates = [_estimate(name, value) for name, value in zip(names, idatas.values())]
     prior = _prior_probabilities(prior_probabilities, list(idatas))
 

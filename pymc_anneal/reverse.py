@@ -60,7 +60,7 @@ from pymc_anneal.validation import (
     check_random_seed,
 )
 
-__all__ = ["AGREEMENT", "reverse_ais", "sandwich"]
+__all__ = ["AGREEMENT", "bracket_kind", "reverse_ais", "sandwich", "sandwich_verdict"]
 
 
 def _check_energy_model(function: str, model) -> None:
@@ -85,6 +85,7 @@ def reverse_ais(
     num_mixing_steps: int = 1,
     subsample: int | None = None,
     control_variate: str = "unit",
+    log_z=None,
     random_seed=None,
     progressbar: bool = True,
     backend: str = "auto",
@@ -130,6 +131,16 @@ def reverse_ais(
     control_variate : {"unit", "fitted"}, default "unit"
         :math:`\alpha = 1`, or the least-squares slope of :math:`\log \hat p` on
         :math:`\log f` over the subsample.
+    log_z : float, EvidenceEstimate or xarray.DataTree, optional
+        An estimate of :math:`\log Z` on the same path: the result of
+        :func:`pymc_anneal.ais` (or its :func:`pymc_anneal.log_evidence`), or a float known
+        exactly (standard error 0). With it, the AIS-implied average
+        :math:`\overline{\log f(v)} - \log \hat Z` is set against RAISE's, and an
+        :class:`~pymc_anneal.AnnealingWarning` is raised when RAISE lies above it beyond the
+        tolerance :data:`AGREEMENT` and three combined standard errors (an inverted
+        bracket, see :func:`bracket_kind`): RAISE errs low for the annealing model, so it is
+        then the annealing model that over-rates the test data at this K; increase
+        ``num_steps``. The attribute ``bracket`` records the classification.
     random_seed, progressbar, backend
         As in :func:`pymc_anneal.ais`.
 
@@ -177,6 +188,7 @@ def reverse_ais(
         raise AnnealingError("data must have at least one row (test point), got shape "
                              f"{test.shape}.")
     control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
+    ais_log_z = None if log_z is None else _ais_log_z(log_z)
     rng, seed_attr = check_random_seed(random_seed)
     path_rng, rng = rng.spawn(2)
     all_log_f = _log_f(model, test, path_rng)
@@ -239,17 +251,54 @@ def reverse_ais(
     }, coords={"point": coords["point"]})
     particles = xr.Dataset({"log_weight": (("point", "draw"), log_w)}, coords=coords)
     tree = xr.DataTree.from_dict({"sample_stats": stats, "particles": particles})
+    bracket = None
+    if ais_log_z is not None:
+        ais_mean, ais_se = float(all_log_f.mean()) - ais_log_z[0], ais_log_z[1]
+        bracket = bracket_kind(ais_mean, ais_se, float(mean), float(mean_se))
+        if bracket == "inverted":
+            warnings.warn(
+                f"RAISE's average test log-likelihood, {float(mean):.3f} +/- "
+                f"{float(mean_se):.3f}, lies above the AIS-implied value {ais_mean:.3f} +/- "
+                f"{ais_se:.3f} beyond the errors (K={int(betas.size - 1)}): RAISE errs low for "
+                "the annealing model, so at this K the annealing model over-rates the test "
+                "data and the estimate cannot be trusted. Increase num_steps.",
+                AnnealingWarning, stacklevel=2)
     attrs = {"inference_library": "pymc_anneal", "method": "raise",
              "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
              "backend": backend, "num_steps": int(betas.size - 1),
              "num_mixing_steps": num_mixing_steps, "num_test_points": int(all_log_f.size),
-             "algorithm": algorithm,
+             "algorithm": algorithm, "bracket": bracket,
              "control_variate": control_variate if subsample is not None else None,
              "schedule": schedule if isinstance(schedule, str) else "custom",
              "random_seed": seed_attr, "model": model.name, "versions": versions(),
              **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
     tree.attrs.update({k: v for k, v in attrs.items() if v is not None})
     return tree
+
+
+def _ais_log_z(log_z) -> tuple[float, float]:
+    """``(log Z, its standard error)`` from ``reverse_ais``'s ``log_z`` argument."""
+    from pymc_anneal.evidence import EvidenceEstimate, log_evidence
+
+    if isinstance(log_z, xr.DataTree):
+        quantity = log_z.attrs.get("quantity")
+        if quantity != "log_partition_function":
+            raise AnnealingError(
+                "log_z must be the result of pymc_anneal.ais on the same model (attribute "
+                f"quantity 'log_partition_function'), got a DataTree with quantity {quantity!r}.")
+        log_z = log_evidence(log_z)
+    if isinstance(log_z, EvidenceEstimate):
+        value, se = log_z.log_evidence, log_z.standard_error
+    elif isinstance(log_z, int | float | np.floating | np.integer) and not isinstance(log_z, bool):
+        value, se = float(log_z), 0.0
+    else:
+        raise AnnealingError(
+            "log_z must be a float, a pymc_anneal.EvidenceEstimate or the DataTree of "
+            f"pymc_anneal.ais, got {type(log_z).__name__}.")
+    if not (np.isfinite(value) and np.isfinite(se) and se >= 0):
+        raise AnnealingError(f"log_z must be finite with a finite standard error >= 0, got "
+                             f"{value} +/- {se}.")
+    return value, float(se)
 
 
 def _control_variate(log_lik, log_lik_se, log_f, all_log_f, kind):
@@ -270,7 +319,73 @@ def _control_variate(log_lik, log_lik_se, log_f, all_log_f, kind):
 
 AGREEMENT = 0.1
 """The sandwich calls AIS and RAISE in agreement when their gap is below this many nats (and
-three times their combined standard error is below it too, or it calls them too noisy)."""
+three times their combined standard error is below it too)."""
+
+NOISE_SES = 3.0
+"""A gap is beyond the noise when it exceeds this many combined standard errors."""
+
+
+def bracket_kind(ais: float, ais_se: float, raise_: float, raise_se: float,
+                 tolerance: float = AGREEMENT) -> str:
+    r"""Classify an AIS / RAISE pair of estimates of the same test log-likelihood.
+
+    With :math:`g = \text{ais} - \text{raise}` and :math:`s = \sqrt{\text{ais\_se}^2 +
+    \text{raise\_se}^2}`:
+
+    - ``"disagree"``: :math:`g > \text{tolerance}` and :math:`g > 3s` (the bracket is open
+      beyond the noise: K is too small);
+    - ``"inverted"``: :math:`-g > \text{tolerance}` and :math:`-g > 3s` (RAISE above AIS
+      beyond the noise: the annealing model over-rates the test data at this K);
+    - ``"agree"``: :math:`|g| \le \text{tolerance}` and :math:`3s \le \text{tolerance}`;
+    - ``"noisy"``: otherwise (the gap is within three standard errors, and those are too
+      wide to show agreement within ``tolerance``).
+
+    A gap far beyond the noise is judged however large the noise is.
+    """
+    gap, noise = ais - raise_, NOISE_SES * float(np.hypot(ais_se, raise_se))
+    if abs(gap) > tolerance and abs(gap) > noise:
+        return "disagree" if gap > 0 else "inverted"
+    if abs(gap) <= tolerance and noise <= tolerance:
+        return "agree"
+    return "noisy"
+
+
+def sandwich_verdict(ais: float, ais_se: float, raise_: float, raise_se: float,
+                     tolerance: float = AGREEMENT, *, num_steps: int | None = None) -> str:
+    """The sandwich's verdict in words (see :func:`bracket_kind` for the rule).
+
+    Parameters
+    ----------
+    ais, ais_se : float
+        The AIS estimate of the average test log-likelihood and its standard error.
+    raise_, raise_se : float
+        The RAISE estimate and its standard error.
+    tolerance : float, default AGREEMENT
+        The gap (nats) below which the two agree.
+    num_steps : int, optional
+        K, named in the words when given.
+    """
+    kind = bracket_kind(ais, ais_se, raise_, raise_se, tolerance)
+    gap, se = ais - raise_, float(np.hypot(ais_se, raise_se))
+    at = f"at K={num_steps}, " if num_steps is not None else ""
+    where = (f"{at}AIS gives {ais:.3f} +/- {ais_se:.3f} and RAISE {raise_:.3f} "
+             f"+/- {raise_se:.3f} (gap {gap:.3f} nats, {abs(gap) / se if se > 0 else np.inf:.1f}"
+             " combined standard errors)")
+    if kind == "agree":
+        return (f"AIS and RAISE agree: {where}, within {tolerance} nats and their errors. "
+                "Both estimates can be trusted.")
+    if kind == "disagree":
+        return (f"AIS and RAISE disagree: {where}. The true average test log-likelihood "
+                "most likely lies between them; AIS over-estimates it and RAISE "
+                "under-estimates it. Increase num_steps until the gap closes.")
+    if kind == "inverted":
+        return (f"RAISE is above AIS: {where}, beyond their errors. The bracket is "
+                "inverted: at this K the annealing model over-rates the test data, and "
+                "neither estimate can be trusted. Increase num_steps (K) until RAISE falls "
+                "below AIS, and check that the test data resemble the training data.")
+    return (f"Too noisy to judge: {where}; the gap is within {NOISE_SES:g} combined standard "
+            f"errors ({NOISE_SES * se:.3f}), which exceed the agreement tolerance {tolerance} "
+            "nats. Increase draws (and ais_draws).")
 
 
 def sandwich(
@@ -320,7 +435,9 @@ def sandwich(
         (``ais - raise``), and ``ais_warning`` (whether AIS raised an
         :class:`~pymc_anneal.AnnealingWarning` at that K: expected at small K, where the
         gap shows the same thing; the warnings are recorded here rather than raised); the
-        attribute ``verdict`` says in words what the gap at the largest K means. :func:`pymc_anneal.plots.plot_sandwich` draws it.
+        attribute ``verdict`` says in words what the gap at the largest K means
+        (:func:`sandwich_verdict`: agreement, an open bracket, an inverted one or too noisy
+        to judge). :func:`pymc_anneal.plots.plot_sandwich` draws it.
 
     References
     ----------
@@ -367,28 +484,10 @@ def sandwich(
         "quantity": "mean_test_log_likelihood", "model": model.name,
         "schedule": schedule if isinstance(schedule, str) else "custom",
         "random_seed": seed_attr, "backend": backend, "versions": versions(),
-        "verdict": _verdict(steps[-1], ais_ll[-1], ais_se[-1], raise_ll[-1], raise_se[-1]),
+        "verdict": sandwich_verdict(ais_ll[-1], ais_se[-1], raise_ll[-1], raise_se[-1],
+                                    num_steps=steps[-1]),
     }.items() if v is not None})
     return tree
-
-
-def _verdict(k, ais_ll, ais_se, raise_ll, raise_se) -> str:
-    gap, se = ais_ll - raise_ll, float(np.hypot(ais_se, raise_se))
-    where = (f"at K={k}, AIS gives {ais_ll:.3f} +/- {ais_se:.3f} and RAISE {raise_ll:.3f} "
-             f"+/- {raise_se:.3f} (gap {gap:.3f} nats)")
-    if 3 * se > AGREEMENT:
-        return (f"Too noisy to judge: {where}; three times their combined standard error, "
-                f"{3 * se:.3f}, exceeds {AGREEMENT} nats. Increase draws (and ais_draws).")
-    if abs(gap) <= AGREEMENT:
-        return (f"AIS and RAISE agree: {where}, within {AGREEMENT} nats and their errors. "
-                "Both estimates can be trusted.")
-    if gap > 0:
-        return (f"AIS and RAISE disagree: {where}. The true average test log-likelihood "
-                "most likely lies between them; AIS over-estimates it and RAISE "
-                "under-estimates it. Increase num_steps until the gap closes.")
-    return (f"RAISE is above AIS: {where}. At this K the annealing model over-rates the "
-            "test data (or the estimates are noisier than their errors say); increase "
-            "num_steps, and check that the test data resemble the training data.")
 
 
 def _log_f(model, data, rng) -> np.ndarray:

@@ -274,3 +274,26 @@ def test_compare_bad_input(args, kwargs, match):
 def test_evidence_strength_refuses_nan():
     with pytest.raises(pa.AnnealingError, match="must be a number, got nan"):
         pa.evidence_strength(float("nan"))
+
+
+def test_compare_refuses_to_mix_quantities(runs):
+    """The issue's case: a PyMC model's log evidence against an RBM's log partition function
+    gave a 'strong' log Bayes factor. Results carry the quantity they estimate."""
+    from pymc_anneal.energy import BernoulliRBM
+
+    rng = np.random.default_rng(0)
+    rbm = BernoulliRBM(rng.normal(0, 0.5, (4, 3)), np.zeros(4), np.zeros(3))
+    log_z = pa.ais(rbm, draws=200, chains=2, num_steps=100, random_seed=1, progressbar=False)
+    evidence = runs["wide"][0]
+    assert log_z.attrs["quantity"] == "log_partition_function"
+    match = (r"different quantities: 'evidence' is a log evidence \(pymc_anneal.sample_ais\); "
+             r"'rbm' is a log partition function \(pymc_anneal.ais\)")
+    with pytest.raises(pa.AnnealingError, match=match):
+        pa.compare({"evidence": evidence, "rbm": log_z})
+    with pytest.raises(pa.AnnealingError, match=r"'idata1' is a log evidence.*'idata2' is a "
+                                                r"log partition function"):
+        pa.bayes_factor(evidence, log_z)
+    # the same quantity on both sides, or an EvidenceEstimate (which carries none), passes
+    assert pa.bayes_factor(log_z, log_z).log_bayes_factor == 0.0
+    assert np.isfinite(pa.bayes_factor(evidence, _est(-40.0)).log_bayes_factor)
+    assert list(pa.compare({"a": evidence, "b": runs["narrow"][0]}).index)

@@ -166,13 +166,59 @@ def test_sandwich_brackets_the_exact_value_and_plots(tmp_path):
                                               progressbar=False))
 
 
-def test_verdict_words():
-    from pymc_anneal.reverse import _verdict
+VERDICTS = [  # (case, ais, ais_se, raise, raise_se, kind, words)
+    ("agreement", -5.0, 0.01, -5.02, 0.01, "agree", "AIS and RAISE agree"),
+    ("gap within noise", -5.0, 0.1, -5.2, 0.1, "noisy", "Too noisy to judge"),
+    ("small gap, wide noise", -5.0, 0.1, -5.0, 0.1, "noisy", "Too noisy to judge"),
+    ("gap beyond noise", -5.0, 0.01, -5.3, 0.01, "disagree", "AIS and RAISE disagree"),
+    ("gap far beyond wide noise", -5.0, 0.09, -9.7, 0.02, "disagree",
+     "AIS and RAISE disagree"),
+    # the issue's RBM (64 x 20, uniform base, K = 1000): 50 combined SEs, noise 0.28 > 0.1
+    ("inverted far beyond noise", -37.26, 0.09, -32.52, 0.02, "inverted",
+     "RAISE is above AIS"),
+    ("inverted beyond small noise", -5.0, 0.01, -4.7, 0.01, "inverted", "RAISE is above AIS"),
+    ("inverted within noise", -5.0, 0.1, -4.8, 0.1, "noisy", "Too noisy to judge"),
+    ("inverted within tolerance", -5.0, 0.01, -4.95, 0.01, "agree", "AIS and RAISE agree"),
+]
 
-    assert _verdict(100, -5.0, 0.01, -5.3, 0.01).startswith("AIS and RAISE disagree")
-    assert _verdict(100, -5.0, 0.01, -5.02, 0.01).startswith("AIS and RAISE agree")
-    assert _verdict(100, -5.0, 0.01, -4.7, 0.01).startswith("RAISE is above AIS")
-    assert _verdict(100, -5.0, 0.1, -5.0, 0.1).startswith("Too noisy to judge")
+
+@pytest.mark.parametrize(("ais", "ais_se", "raise_", "raise_se", "kind", "words"),
+                         [case[1:] for case in VERDICTS], ids=[case[0] for case in VERDICTS])
+def test_verdict_table(ais, ais_se, raise_, raise_se, kind, words):
+    from pymc_anneal.reverse import AGREEMENT, bracket_kind, sandwich_verdict
+
+    assert bracket_kind(ais, ais_se, raise_, raise_se, AGREEMENT) == kind
+    verdict = sandwich_verdict(ais, ais_se, raise_, raise_se, AGREEMENT, num_steps=1000)
+    assert verdict.startswith(f"{words}: at K=1000, AIS gives {ais:.3f}"), verdict
+    if kind == "inverted":
+        assert "over-rates the test data" in verdict and "Increase num_steps" in verdict
+
+
+def test_verdict_tolerance_is_an_argument():
+    from pymc_anneal.reverse import bracket_kind
+
+    assert bracket_kind(-5.0, 0.01, -5.3, 0.01, tolerance=0.5) == "agree"
+    assert bracket_kind(-5.0, 0.01, -5.3, 0.01, tolerance=0.1) == "disagree"
+
+
+def test_reverse_ais_warns_when_above_the_ais_implied_value():
+    """RAISE errs low for the annealing model: an average above the AIS-implied one, beyond
+    the errors, is implausible. Exact log Z (SE 0) gives no warning at K = 200 on these random
+    test points; a log Z one nat too high puts the AIS-implied value 1 nat low,
+    far beyond RAISE's error, and must warn."""
+    rbm = _rbm(5, 5, 3, 1.0)
+    test = (np.random.default_rng(2).random((4, 5)) < 0.5).astype(float)
+    log_z = rbm.exact_log_z()
+    options = dict(num_steps=200, draws=50, random_seed=3, progressbar=False)
+    result = pa.reverse_ais(rbm, test, log_z=log_z, **options)
+    assert result.attrs["bracket"] in ("agree", "noisy")
+    with pytest.warns(pa.AnnealingWarning, match="lies above the AIS-implied value"):
+        result = pa.reverse_ais(rbm, test, log_z=log_z + 1.0, **options)
+    assert result.attrs["bracket"] == "inverted"
+    with pytest.raises(pa.AnnealingError, match="log_z must be a float, a pymc_anneal"):
+        pa.reverse_ais(rbm, test, log_z="big", **options)
+    with pytest.raises(pa.AnnealingError, match="quantity 'log_partition_function'"):
+        pa.reverse_ais(rbm, test, log_z=result, **options)
 
 
 @pytest.mark.parametrize("kind", ["unit", "fitted"])
