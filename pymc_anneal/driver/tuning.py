@@ -382,10 +382,10 @@ def auto_miss_message(num_steps: int, realized: float, target_variance: float,
              f"K = {num_steps:,} temperatures after {AUTO_MAX_RERUNS} repeats (AUTO_MAX_RERUNS)")
     return (
         f'num_steps="auto" missed its target: at {where} the variance of the log weights '
-        f"is {realized:.3g} (log(N/ESS) of the {check_draws}-particle check chain), above "
-        f"{AUTO_RERUN_FACTOR:g} x the target {target_variance:.3g}; the target is a standard "
-        f"error of about {se(target_variance):.2g} for {num_particles} particles (what "
-        f"dlogz asks for), the run reached about {se(realized):.2g}. Ask for less (a larger "
-        "dlogz), use more particles (draws, chains: the error falls as 1/sqrt(N)), or a "
-        'better path (base="gaussian", a better-mixing kernel).'
+        f"is {realized:.3g} (log(N/ESS) of the {check_draws}-particle check chain), more "
+        f"than {AUTO_RERUN_FACTOR:g} x the target {target_variance:.3g}. For {num_particles} "
+        f"particles that is a standard error of about {se(realized):.2g} against the "
+        f"{se(target_variance):.2g} asked for (by dlogz, or by the default target variance). "
+        "Ask for less (a larger dlogz), use more particles (draws, chains: the error falls "
+        'as 1/sqrt(N)), or a better path (base="gaussian", a better-mixing kernel).'
     )
