@@ -14,12 +14,21 @@ base, so :math:`\operatorname{mean}(w)` is unbiased for :math:`Z_0 / Z_1`, and
 RAISE and bidirectional Monte Carlo). The transition at a temperature uses the parameters the
 forward pilot tuned for it.
 
+**Choosing K** (``tuning.auto_variance``, ``num_steps="auto"``): a forward run then carries
+one extra *check* chain of ``draws`` particles in the same batch, with the same K and the
+same frozen parameters. Only its weights decide whether the run is repeated with more
+temperatures (:func:`~pymc_anneal.driver.tuning.auto_rerun_steps`), and it is dropped from
+the result. Given K and the tuned values, the reported particles are independent of the
+weights that chose to keep them, so :math:`E[\hat Z] = Z` whatever the rule decides; a run
+kept because its own weights passed would be biased low.
+
 Python runs once per chunk of steps (the progress bar), never per step or per particle.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,11 +37,10 @@ import numpy as np
 from pymc_anneal.backends import validate_backend
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.tuning import (
-    AUTO_MAX_RERUNS,
-    AUTO_MAX_STEPS,
-    AUTO_RERUN_FACTOR,
     TuningOptions,
+    auto_miss_message,
     auto_num_steps,
+    auto_rerun_steps,
     equal_length_schedule,
     needs_pilot,
     step_arrays,
@@ -40,7 +48,7 @@ from pymc_anneal.driver.tuning import (
     tune,
 )
 from pymc_anneal.estimators import effective_sample_size
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.kernels import Kernel, resolve_kernel
 
 __all__ = ["DIRECTIONS", "AnnealingRun", "run_annealing"]
@@ -118,7 +126,7 @@ def run_annealing(
         The starting states of a backward run (exact draws of the target for an unbiased
         one). A forward run starts from the base, or from these states when given (they
         must then be exact draws of the base, e.g. of a conditional base that the caller
-        samples itself).
+        samples itself; not with ``tuning.auto_variance``, whose check chain draws its own).
     num_chunks : int
         Compiled calls (progress-bar updates) per run.
     label : str, optional
@@ -144,13 +152,20 @@ def run_annealing(
         if initial_positions.shape != (num_particles, d):
             raise AnnealingError(f"initial_positions must have shape ({num_particles}, {d}) "
                                  f"(chains * draws, num_dims), got {initial_positions.shape}.")
+    auto = tuning.auto_variance is not None
+    check = auto and direction == "forward"  # one more chain, whose weights decide a repeat
+    if check and initial_positions is not None:
+        raise AnnealingError(
+            "with tuning.auto_variance (num_steps='auto') a forward run starts from the base's "
+            "own draws: its extra check chain needs them too. Drop initial_positions, or fix "
+            "the number of temperatures (auto_variance=None).")
+    run_chains = chains + int(check)
     path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
     timings = {}
     t0 = time.perf_counter()
-    auto = tuning.auto_variance is not None
     loop = compiled_loop(path, kernel, backend)
     field_dtypes = [f.dtype or path.dtype for f in kernel.state]
-    loop.precompile(num_particles, chains, d, field_dtypes, path_parameters)
+    loop.precompile(draws * run_chains, run_chains, d, field_dtypes, path_parameters)
     if needs_pilot(kernel.parameters, tuning):
         loop.precompile(tuning.num_pilot, 1, d, field_dtypes, path_parameters)
     timings["compile"] = time.perf_counter() - t0
@@ -184,10 +199,10 @@ def run_annealing(
             progress("annealing", 0, num_steps)
             if direction == "forward":
                 run_betas = betas
-                chain_rngs = base_rng.spawn(chains)
+                chain_rngs = base_rng.spawn(run_chains)
                 positions = (initial_positions if initial_positions is not None else
                              np.concatenate([path.sample_base(r, draws) for r in chain_rngs]))
-                log_w = np.full(num_particles, float(path.log_base_normalizer))
+                log_w = np.full(draws * run_chains, float(path.log_base_normalizer))
             else:  # step j runs at beta_{K-j}, with the values tuned there (beta_0: beta_1's)
                 run_betas = betas[::-1].copy()
                 order = np.maximum(np.arange(num_steps)[::-1] - 1, 0)
@@ -202,31 +217,38 @@ def run_annealing(
             for start, stop in zip(chunks[:-1], chunks[1:]):
                 run_rng, state, log_w, chunk_stats = loop.run(
                     run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w,
-                    chains, path_parameters)
+                    run_chains, path_parameters)
                 for name, value in chunk_stats.items():
                     stats.setdefault(name, []).append(value)
                 progress("annealing", stop)
             return run_betas, arrays, state, np.asarray(log_w), stats
 
         run_betas, arrays, state, log_w, stats = anneal(betas, values, base_rng, run_rng)
-        reruns = 0
-        while auto and direction == "forward" and reruns < AUTO_MAX_RERUNS:
-            # the pilot under-rated the kernel's lag: size again from the realized variance
-            realized = float(np.log(num_particles / max(effective_sample_size(log_w), 1.0)))
-            if realized <= AUTO_RERUN_FACTOR * tuning.auto_variance or num_steps >= AUTO_MAX_STEPS:
+        reruns, realized = 0, None
+        while check:
+            # the pilot may under-rate the kernel's lag: size again from the check chain's
+            # realized variance (never from the reported chains': that would bias them low)
+            realized, next_steps = auto_rerun_steps(num_steps, log_w[num_particles:],
+                                                    tuning.auto_variance, reruns)
+            if next_steps is None:
                 break
-            num_steps = int(min(np.ceil(num_steps * realized / tuning.auto_variance),
-                                AUTO_MAX_STEPS))
+            num_steps = next_steps
             betas, values = respace(num_steps)
             run_betas, arrays, state, log_w, stats = anneal(betas, values, *rng.spawn(2))
             reruns += 1
         timings["sampling"] = time.perf_counter() - t2
-    step_stats = {name: np.concatenate(v, axis=0).T for name, v in stats.items()}  # (chains, K)
+    if realized is not None:
+        message = auto_miss_message(num_steps, realized, tuning.auto_variance, num_particles,
+                                    draws)
+        if message:  # stacklevel: the caller of sample_ais, the one caller that sizes runs
+            warnings.warn(message, AnnealingWarning, stacklevel=3)
+    # the check chain (the last) is dropped: the result holds the chains that did not decide
+    step_stats = {name: np.concatenate(v, axis=0).T[:chains] for name, v in stats.items()}
     if direction == "forward":
         step_stats["log_z"] = step_stats["log_z"] + path.log_base_normalizer
-    log_w = np.asarray(log_w).reshape(chains, draws)
+    log_w = np.asarray(log_w)[:num_particles].reshape(chains, draws)
     return AnnealingRun(
-        positions=np.asarray(state["position"]).reshape(chains, draws, d),
+        positions=np.asarray(state["position"])[:num_particles].reshape(chains, draws, d),
         log_weights=log_w,
         betas=run_betas,
         step_stats=step_stats,
@@ -239,7 +261,8 @@ def run_annealing(
                   "mass_matrix": tuning.mass_matrix, "num_bands": tuning.num_bands,
                   "num_pilot": tuning.num_pilot,
                   **({"thermodynamic_length": length, "auto_variance": tuning.auto_variance,
-                      "inefficiency": inefficiency, "auto_reruns": reruns}
+                      "inefficiency": inefficiency, "auto_reruns": reruns,
+                      **({"auto_check_variance": realized} if realized is not None else {})}
                      if length is not None else {}),
                   "tuned": ",".join(sorted(p.name for p in kernel.parameters
                                            if p.tuning and p.name not in tuning.fixed)),

@@ -37,7 +37,9 @@ __all__ = [
     "AUTO_RERUN_FACTOR",
     "PILOT_MAX_STEPS",
     "TuningOptions",
+    "auto_miss_message",
     "auto_num_steps",
+    "auto_rerun_steps",
     "bands",
     "equal_length_schedule",
     "needs_pilot",
@@ -63,11 +65,13 @@ AUTO_RERUN_FACTOR = 1.7
 r"""With ``num_steps="auto"``: when the realized variance of the log weights,
 :math:`\log(N / \mathrm{ESS})`, exceeds the target by this factor (the pilot under-rated
 the kernel's lag), the run is repeated, independently, with K scaled by their ratio; the
-last run alone makes the estimate."""
+last run alone makes the estimate. The variance is measured on an extra *check* chain that
+runs in the same batch and is never reported (:func:`auto_rerun_steps`)."""
 AUTO_MAX_RERUNS = 2
 """The most such repeats (where the weights' variance falls more slowly than 1/K, one
-repeat can fall short); a run still off target then says so through the weight
-warnings."""
+repeat can fall short); a run still off target then raises an
+:class:`~pymc_anneal.exceptions.AnnealingWarning`, as does a run whose target cannot be met
+within :data:`AUTO_MAX_STEPS` temperatures."""
 
 
 @dataclass(frozen=True)
@@ -309,3 +313,79 @@ def auto_num_steps(length: float, target_variance: float, inefficiency: float = 
     inefficiency = max(inefficiency, 1.0) if np.isfinite(inefficiency) else 1.0
     k = int(np.ceil(inefficiency * length**2 / target_variance))
     return int(np.clip(k, AUTO_MIN_STEPS, AUTO_MAX_STEPS))
+
+
+def auto_rerun_steps(num_steps: int, check_log_weights: np.ndarray, target_variance: float,
+                     reruns: int) -> tuple[float, int | None]:
+    r"""The rule that decides whether a ``num_steps="auto"`` run is repeated.
+
+    The realized variance of the log weights is measured as :math:`v = \log(N / \mathrm{ESS})`
+    on ``check_log_weights``; when it exceeds ``target_variance`` by
+    :data:`AUTO_RERUN_FACTOR`, the run is repeated with :math:`\lceil K v / \sigma^2
+    \rceil` temperatures (at most :data:`AUTO_MAX_STEPS`), unless K is already at that cap
+    or ``reruns`` repeats (:data:`AUTO_MAX_RERUNS`) were made.
+
+    The weights that decide must not be the weights that are reported: a run kept because
+    its own weights passed is biased low (its large weights, which make a high variance,
+    are the ones that get it repeated). The driver therefore runs one extra *check* chain
+    beside the reported ones, with the same K and the same frozen parameters, and passes
+    only its weights here. Given K and the tuned values the reported particles are
+    independent of the check chain, so whatever this rule decides,
+    :math:`E[\hat Z] = Z` (``tests/test_auto_rerun_bias.py`` simulates the rule).
+
+    Parameters
+    ----------
+    num_steps : int
+        K of the run that was just made.
+    check_log_weights : array
+        The check chain's log weights (never the reported ones).
+    target_variance : float
+        :math:`\sigma^2`, the target variance of the log weights.
+    reruns : int
+        Repeats made so far.
+
+    Returns
+    -------
+    realized : float
+        :math:`v`, the check chain's :math:`\log(N / \mathrm{ESS})`.
+    next_steps : int or None
+        K of the repeat, or ``None`` when the run stands.
+    """
+    check_log_weights = np.asarray(check_log_weights, dtype=np.float64).ravel()
+    ess = float(effective_sample_size(check_log_weights))
+    realized = float(np.log(check_log_weights.size / max(ess, 1.0)))
+    if (realized <= AUTO_RERUN_FACTOR * target_variance or num_steps >= AUTO_MAX_STEPS
+            or reruns >= AUTO_MAX_RERUNS):
+        return realized, None
+    return realized, int(min(np.ceil(num_steps * realized / target_variance), AUTO_MAX_STEPS))
+
+
+def auto_miss_message(num_steps: int, realized: float, target_variance: float,
+                      num_particles: int, check_draws: int) -> str | None:
+    r"""The warning for a ``num_steps="auto"`` run that stands but missed its target.
+
+    :func:`auto_rerun_steps` stops repeating at :data:`AUTO_MAX_STEPS` temperatures or after
+    :data:`AUTO_MAX_RERUNS` repeats; a run whose check chain's variance ``realized`` is still
+    above :data:`AUTO_RERUN_FACTOR` times the target (a ``dlogz`` that cannot be reached, a
+    path the kernel cannot follow) gets this message, else ``None``. The target and the
+    variance reached are also given as standard errors of :math:`\log Z` for the
+    ``num_particles`` reported particles, :math:`\sqrt{(e^{\sigma^2} - 1) / N}` (log-normal
+    weights).
+    """
+    if not realized > AUTO_RERUN_FACTOR * target_variance:
+        return None
+    def se(variance):
+        return float(np.sqrt(np.expm1(variance) / num_particles))
+
+    where = (f"the cap of {num_steps:,} temperatures (AUTO_MAX_STEPS)"
+             if num_steps >= AUTO_MAX_STEPS else
+             f"K = {num_steps:,} temperatures after {AUTO_MAX_RERUNS} repeats (AUTO_MAX_RERUNS)")
+    return (
+        f'num_steps="auto" missed its target: at {where} the variance of the log weights '
+        f"is {realized:.3g} (log(N/ESS) of the {check_draws}-particle check chain), more "
+        f"than {AUTO_RERUN_FACTOR:g} x the target {target_variance:.3g}. For {num_particles} "
+        f"particles that is a standard error of about {se(realized):.2g} against the "
+        f"{se(target_variance):.2g} asked for (by dlogz, or by the default target variance). "
+        "Ask for less (a larger dlogz), use more particles (draws, chains: the error falls "
+        'as 1/sqrt(N)), or a better path (base="gaussian", a better-mixing kernel).'
+    )

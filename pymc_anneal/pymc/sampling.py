@@ -41,7 +41,9 @@ for less: log-normal weights of variance 0.7 leave a weight ESS of about half th
 (:math:`e^{-0.7}`), where the delta-method standard error is reliable. The pilot measures
 the path's thermodynamic length and the kernel's inefficiency on it, and K follows
 (:func:`pymc_anneal.driver.tuning.auto_num_steps`); a run that misses the target by
-:data:`~pymc_anneal.driver.tuning.AUTO_RERUN_FACTOR` is repeated once with more steps.
+:data:`~pymc_anneal.driver.tuning.AUTO_RERUN_FACTOR` is repeated with more steps, at most
+twice (:data:`~pymc_anneal.driver.tuning.AUTO_MAX_RERUNS`), judged on an extra check chain
+that is not reported.
 Measured (2026-11-24, HAIS, 4 x 1000 particles, seven models up to d = 10): the pilot's
 inefficiency is 2.3-6.7 and the realized one 1.0-1.6 times that, so runs land at ESS
 35-50%, the linear-model exception at the rerun line."""
@@ -120,9 +122,13 @@ def sample_ais(
         (between 20 and 20,000), with :math:`\sigma^2` = ``AUTO_VARIANCE`` (0.7) the target
         variance of the log weights (:func:`pymc_anneal.driver.tuning.auto_num_steps`). A
         run whose weights miss the target by the factor
-        :data:`~pymc_anneal.driver.tuning.AUTO_RERUN_FACTOR` is repeated once,
-        independently, with K scaled up; only the repeat makes the estimate. K,
-        :math:`\mathcal L`, :math:`\tau` and the number of repeats are in the result's
+        :data:`~pymc_anneal.driver.tuning.AUTO_RERUN_FACTOR` is repeated independently
+        with K scaled up, at most twice; only the last run makes the estimate. The miss is
+        judged on one extra chain of ``draws`` particles run beside the others and then
+        dropped, so the weights that decide are never the weights reported (which would
+        bias the estimate low). A run still off target (at 20,000 temperatures, or after
+        two repeats) warns. K, :math:`\mathcal L`, :math:`\tau`, the number of repeats and
+        the check chain's variance (``auto_check_variance``) are in the result's
         attributes. ``num_steps=1`` is plain importance sampling from the base. Leave it
         ``None`` when ``schedule`` is an array.
     schedule : str or array, default "power"
@@ -163,7 +169,7 @@ def sample_ais(
         samplers' ``dlogz``. The target variance of the log weights becomes
         :math:`\min(0.7, \log(1 + N\,\mathrm{dlogz}^2))` for N particles in all, since
         the standard error is about :math:`\sqrt{(e^{\sigma^2} - 1)/N}` for log-normal
-        weights.
+        weights. A target that 20,000 temperatures cannot reach warns.
     fit_draws : int, optional
         With ``base="gaussian"``: particles of the fitting run; default
         ``min(max(num_pilot, 10 * d), 4000)`` for ``d`` parameters.

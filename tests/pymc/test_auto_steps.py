@@ -14,10 +14,13 @@ from scipy import integrate
 import pymc_anneal as pa
 from pymc_anneal.driver import TuningOptions, run_annealing
 from pymc_anneal.driver.tuning import (
+    AUTO_MAX_RERUNS,
     AUTO_MAX_STEPS,
     AUTO_MIN_STEPS,
     AUTO_RERUN_FACTOR,
+    auto_miss_message,
     auto_num_steps,
+    auto_rerun_steps,
     thermodynamic_length,
 )
 from pymc_anneal.estimators import estimate_log_z
@@ -39,6 +42,26 @@ def test_length_and_rule():
     assert auto_num_steps(10.0, 0.2, inefficiency=3.0) == 1500
     assert auto_num_steps(10.0, 0.2, inefficiency=0.5) == 500  # never below perfect mixing
     assert auto_num_steps(10.0, 0.2, inefficiency=float("nan")) == 500  # unmeasured: 1
+
+
+def test_repeat_rule_and_miss_message():
+    """log(N/ESS) of the check weights against 1.7 x the target: K scaled by the miss,
+    never past the cap nor after AUTO_MAX_RERUNS repeats; a run that stands off target
+    gets a message naming the target and what was reached."""
+    even = np.zeros(100)
+    assert auto_rerun_steps(100, even, 0.7, 0) == (pytest.approx(0.0, abs=1e-12), None)
+    two = np.r_[np.zeros(50), np.full(50, -np.inf)]  # ESS 50 of 100: log 2 = 0.69
+    assert auto_rerun_steps(100, two, 0.2, 0) == pytest.approx((np.log(2), 347))
+    assert auto_rerun_steps(100, two, 0.2, AUTO_MAX_RERUNS)[1] is None
+    assert auto_rerun_steps(AUTO_MAX_STEPS, two, 0.2, 0)[1] is None
+    assert auto_rerun_steps(19_000, two, 0.2, 0)[1] == AUTO_MAX_STEPS
+    assert auto_miss_message(AUTO_MAX_STEPS, 0.7 * AUTO_RERUN_FACTOR, 0.7, 400, 200) is None
+    message = auto_miss_message(AUTO_MAX_STEPS, 0.01, 1e-9, 400, 200)
+    assert "cap of 20,000 temperatures" in message and "target 1e-09" in message
+    # sqrt(expm1(v) / N) for the variance reached and the target
+    assert "For 400 particles that is a standard error of about 0.005 against the 1.6e-06" \
+        in message
+    assert "after 2 repeats" in auto_miss_message(800, 2.0, 0.7, 400, 200)
 
 
 def _exact_length(gaussian):
@@ -74,7 +97,11 @@ def test_pilot_measures_the_thermodynamic_length():
     length = run.settings["thermodynamic_length"]
     assert length == pytest.approx(exact, rel=0.1)
     assert run.settings["num_steps"] == _expected_steps(run.settings) == run.betas.size - 1
+    # the check chain that judged the run is not in the result
     assert run.log_weights.shape == (2, 200)
+    assert run.positions.shape == (2, 200, GAUSSIAN.path.num_dims)
+    assert {v.shape for v in run.step_stats.values()} == {(2, run.settings["num_steps"])}
+    assert run.settings["auto_check_variance"] <= AUTO_RERUN_FACTOR * AUTO_VARIANCE
 
 
 class _ExactState(NamedTuple):
@@ -125,8 +152,9 @@ def test_inefficiency_is_one_for_exact_draws_and_grows_with_lag():
 def test_a_run_that_misses_the_target_is_repeated(monkeypatch):
     """If the pilot under-rates the lag (here: told that the kernel mixes perfectly, with a
     step size fixed at a fifth of what the pilot tunes), the main run's weights miss the
-    target variance and the run is repeated with more temperatures until they meet it; the
-    last run's estimate is within its error of the exact log Z = 0."""
+    target variance and the run is repeated with more temperatures until its check chain
+    meets it; the last run's estimate (its other chains) is within its error of the exact
+    log Z = 0."""
     from pymc_anneal.driver import run as run_module
 
     real_tune = run_module.tune
@@ -140,12 +168,29 @@ def test_a_run_that_misses_the_target_is_repeated(monkeypatch):
                         chains=2, rng=np.random.default_rng(5), progressbar=False,
                         tuning=TuningOptions(auto_variance=AUTO_VARIANCE,
                                              fixed={"step_size": 0.15}))
-    assert run.settings["auto_reruns"] >= 1
+    assert 1 <= run.settings["auto_reruns"] <= AUTO_MAX_RERUNS
     first_k = auto_num_steps(run.settings["thermodynamic_length"], AUTO_VARIANCE)
     assert run.settings["num_steps"] > AUTO_RERUN_FACTOR * first_k
+    assert run.settings["auto_check_variance"] <= AUTO_RERUN_FACTOR * AUTO_VARIANCE
     est = estimate_log_z(run.log_weights.ravel())
-    assert np.log(run.log_weights.size / est.ess) < AUTO_RERUN_FACTOR * AUTO_VARIANCE
+    assert run.log_weights.shape == (2, 500)
     assert abs(est.log_z) < 3 * est.standard_error + 0.02
+
+
+def test_an_unreachable_dlogz_warns(normal_mean, monkeypatch):
+    """dlogz = 1e-9 asks for a target variance of 4e-15 (N = 200): K hits the cap and the
+    run says that it missed, from the caller's line. (The cap is lowered from 20,000 to
+    400 to keep the test fast; the rule reads it at call time.)"""
+    from pymc_anneal.driver import tuning
+
+    monkeypatch.setattr(tuning, "AUTO_MAX_STEPS", 400)
+    with pytest.warns(pa.AnnealingWarning,
+                      match=r'num_steps="auto" missed its target: at the cap of 400 ') as caught:
+        idata = pa.sample_ais(model=normal_mean.build(), draws=100, chains=2, dlogz=1e-9,
+                              random_seed=1, progressbar=False)
+    assert caught[0].filename == __file__
+    assert idata.attrs["num_steps"] == 400
+    assert idata.attrs["auto_check_variance"] > AUTO_RERUN_FACTOR * idata.attrs["auto_variance"]
 
 
 @pytest.fixture(scope="module")
@@ -198,4 +243,9 @@ def test_auto_bad_input(normal_mean):
         pa.sample_ais(model=model, num_steps="auto", dlogz=0.0, progressbar=False)
     with pytest.raises(pa.AnnealingError, match="num_steps"):
         pa.sample_ais(model=model, num_steps="many", progressbar=False)
+    with pytest.raises(pa.AnnealingError, match="its extra check chain needs them too"):
+        run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 16), draws=10, chains=2,
+                      rng=np.random.default_rng(0), progressbar=False,
+                      tuning=TuningOptions(auto_variance=AUTO_VARIANCE),
+                      initial_positions=np.zeros((20, GAUSSIAN.path.num_dims)))
 
