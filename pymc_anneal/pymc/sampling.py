@@ -411,6 +411,11 @@ def _exact_sum(model, mp, draws, chains, rng, backend, seed_attr) -> xr.DataTree
     t0 = time.perf_counter()
     positions = np.zeros((chains, draws, 0))
     log_z = float(mp.exact_log_evidence)
+    if np.isnan(log_z):
+        raise AnnealingError("the exact log evidence of the all-discrete model is nan: its "
+                             "log density is NaN at some configuration of its discrete "
+                             "variables, where the model is undefined (e.g. the log of a "
+                             "negative value). Make it defined on every value of the supports.")
     if not np.isfinite(log_z):
         raise AnnealingError(f"the exact log evidence of the all-discrete model is {log_z}: "
                              "the data are impossible under every configuration of its "
