@@ -141,8 +141,9 @@ def test_sample_ais_warns_about_a_nan_likelihood(sqrt_model):
     with pytest.warns(pa.AnnealingWarning, match=r"the log-likelihood is NaN") as record:
         idata = pa.sample_ais(model=sqrt_model, draws=200, chains=2, num_steps=20,
                               random_seed=SEED, progressbar=False)
-    message = next(str(w.message) for w in record if "NaN" in str(w.message))
-    count = int(re.search(r"at (\d+) of 400 particles", message).group(1))
+    warning = next(w for w in record if "NaN" in str(w.message))
+    assert warning.filename == __file__  # the caller's line, not the package's
+    count = int(re.search(r"at (\d+) of 400 particles", str(warning.message)).group(1))
     th = idata["particles"]["th"].values
     assert count == int(np.sum(th < 0))
     # Binomial(400, 1/2): within 4 standard deviations of half
