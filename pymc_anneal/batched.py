@@ -117,6 +117,14 @@ def batched_ais(
     if not np.any(np.isfinite(log_w)):
         raise AnnealingError("every particle has zero weight: the likelihood is -inf or NaN "
                              "at all prior draws. Check the data against the model.")
+    dead = ~np.isfinite(log_w).any(axis=2)  # (points, chains)
+    if dead.any():
+        pairs = [(int(n), int(c)) for n, c in zip(*np.nonzero(dead))]
+        raise AnnealingError(
+            f"every particle of {len(pairs)} (point, chain) pair(s) {pairs[:10]}"
+            f"{'...' if len(pairs) > 10 else ''} has zero weight: the likelihood is -inf or NaN "
+            "wherever they went, so the estimates of those points are -inf or rest on the "
+            "other chains alone. Increase draws, and check those points against the model.")
     estimates = [estimate_log_z(w.ravel()) for w in log_w]
     log_lik = np.array([e.log_z for e in estimates])
     log_lik_se = np.array([e.standard_error for e in estimates])

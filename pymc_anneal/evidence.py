@@ -9,11 +9,23 @@ import xarray as xr
 
 from pymc_anneal.estimators import estimate_log_z, pareto_k
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_count, check_real
 
 __all__ = ["EvidenceEstimate", "log_evidence"]
 
 
-class EvidenceEstimate(NamedTuple):
+class _EvidenceFields(NamedTuple):
+    """The fields of :class:`EvidenceEstimate`."""
+
+    log_evidence: float
+    standard_error: float
+    chain_sd: float
+    ess: float
+    num_particles: int
+    pareto_k: float = float("nan")
+
+
+class EvidenceEstimate(_EvidenceFields):
     r"""The log evidence pooled over all chains' particles.
 
     Attributes
@@ -37,14 +49,40 @@ class EvidenceEstimate(NamedTuple):
     The interval that holds when the samplers raised no warning is
     ``log_evidence ± 1.96 * max(standard_error, chain_sd)`` (see
     :mod:`pymc_anneal.diagnostics`); :func:`pymc_anneal.compare` uses that standard error.
+
+    Built by hand (to compare published figures, say), the fields are checked:
+    ``log_evidence`` a number (``-inf`` when every weight is zero, never NaN),
+    ``standard_error`` and ``chain_sd`` >= 0, ``ess`` in ``[0, num_particles]`` (each NaN
+    if unknown), ``num_particles`` an integer >= 1; an :class:`~pymc_anneal.AnnealingError`
+    names a field that is not.
     """
 
-    log_evidence: float
-    standard_error: float
-    chain_sd: float
-    ess: float
-    num_particles: int
-    pareto_k: float = float("nan")
+    __slots__ = ()
+
+    def __new__(cls, log_evidence, standard_error, chain_sd, ess, num_particles,
+                pareto_k=float("nan")):
+        log_evidence = check_real("log_evidence", log_evidence, high=np.inf, high_open=True,
+                                  finite=False, what="a number (-inf for zero evidence, "
+                                  "never NaN or +inf)")
+        standard_error = _nan_or("standard_error", standard_error, low=0.0, finite=False,
+                                 what="a number >= 0 (a standard error), or NaN if unknown")
+        chain_sd = _nan_or("chain_sd", chain_sd, low=0.0, finite=False,
+                           what="a number >= 0 (a standard deviation), or NaN if unknown")
+        num_particles = check_count("num_particles", num_particles, 1)
+        ess = _nan_or("ess", ess, low=0.0, high=num_particles * (1 + 1e-9),
+                      what=f"a number in [0, num_particles = {num_particles}], or NaN if "
+                           "unknown")
+        pareto_k = _nan_or("pareto_k", pareto_k, what="a finite number, or NaN if unknown")
+        return super().__new__(cls, log_evidence, standard_error, chain_sd, ess, num_particles,
+                               pareto_k)
+
+
+def _nan_or(name: str, value, **bounds) -> float:
+    """``value`` as a float: NaN (not computed) or a number that passes
+    :func:`~pymc_anneal.validation.check_real` with ``bounds``."""
+    if isinstance(value, float | np.floating) and np.isnan(value):
+        return float("nan")
+    return check_real(name, value, **bounds)
 
 
 def log_evidence(idata: xr.DataTree) -> EvidenceEstimate:

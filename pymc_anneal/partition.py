@@ -12,11 +12,11 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.diagnostics import check_weights
 from pymc_anneal.driver import TuningOptions, run_annealing
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
+from pymc_anneal.pymc.sampling import check_run_weights
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_backend,
@@ -150,6 +150,9 @@ def ais(
         step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
         target_acceptance=target_acceptance, schedule=schedule))
+    if data is not None and np.ndim(data) >= 1 and len(data) == 0:
+        raise AnnealingError(f"data must have at least one row, got shape {np.shape(data)}. "
+                             "Pass the training data, or leave data=None.")
     rng, seed_attr = check_random_seed(random_seed)
     moments_rng, rng = rng.spawn(2)
     path, kernel = _annealing_path(model, kernel, moments_rng, base=base, data=data,
@@ -159,9 +162,8 @@ def ais(
     result = run_annealing(path, kernel=kernel, betas=betas, draws=draws, chains=chains,
                            rng=rng, backend=backend, tuning=tuning, progressbar=progressbar,
                            kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
-    check_weights(result.log_weights, zero_weight_message=(
-        "every particle has zero weight: log f is -inf or NaN along the path. Check that the "
-        "energy is finite wherever the base puts mass."))
+    check_run_weights(path, result, subject="log f",
+                      fix="Check that the energy is finite wherever the base puts mass.")
     attrs = {"quantity": "log_partition_function", "schedule": schedule if isinstance(schedule, str)
              else "custom", "random_seed": seed_attr, "model": getattr(model, "name", None),
              "dtype": path.dtype,

@@ -19,10 +19,12 @@ from pymc_anneal.exceptions import AnnealingError
 __all__ = [
     "MASS_MATRICES",
     "check_backend",
+    "check_chain_weights",
     "check_choice",
     "check_count",
     "check_counts",
     "check_finite_array",
+    "check_model",
     "check_one_of",
     "check_positive_float",
     "check_probability",
@@ -343,15 +345,22 @@ def check_random_seed(random_seed) -> tuple[np.random.Generator, str | None]:
     Raises
     ------
     AnnealingError
-        For anything else (a negative int, a float, a string).
+        For anything else (a negative int, a float, a string, a bool: ``True`` is not the
+        seed 1).
     """
     if isinstance(random_seed, np.random.Generator):
         return np.random.default_rng(random_seed.integers(2**63)), None
+    message = (f"random_seed must be None, a non-negative integer (or a sequence of them) or a "
+               f"numpy Generator, got {random_seed!r}.")
+    if isinstance(random_seed, bool | np.bool_) or (
+            isinstance(random_seed, list | tuple | np.ndarray)
+            and any(isinstance(s, bool | np.bool_) for s in np.ravel(np.asarray(random_seed,
+                                                                                dtype=object)))):
+        raise AnnealingError(message[:-1] + " (a bool is not a seed).")
     try:
         sequence = np.random.SeedSequence(random_seed)
     except (TypeError, ValueError) as err:
-        raise AnnealingError(f"random_seed must be None, a non-negative integer (or a sequence "
-                             f"of them) or a numpy Generator, got {random_seed!r}.") from err
+        raise AnnealingError(message) from err
     return np.random.default_rng(sequence), None if random_seed is None else str(random_seed)
 
 
@@ -405,3 +414,75 @@ def check_counts(name: str, value, minimum: int) -> list[int]:
         raise AnnealingError(f"{name} must be an integer >= {minimum} or a non-empty list of "
                              "them, got an empty sequence.")
     return [check_count(name, v, minimum) for v in values]
+
+
+def check_model(model):
+    """The PyMC model to use: ``model`` itself, or the model on the context stack for ``None``.
+
+    Parameters
+    ----------
+    model : pymc.Model or None
+
+    Returns
+    -------
+    pymc.Model
+
+    Raises
+    ------
+    AnnealingError
+        If ``model`` is neither ``None`` nor a :class:`pymc.Model` (a model's name, say), or
+        if it is ``None`` outside a ``with pm.Model():`` block.
+    """
+    import pymc as pm
+
+    if model is not None and not isinstance(model, pm.Model):
+        raise AnnealingError(
+            f"model must be a pymc.Model (or None for the model of the enclosing `with "
+            f"pm.Model():` block), got {type(model).__name__} {model!r}. Pass the model "
+            "object, not its name.")
+    try:
+        return pm.modelcontext(model)
+    except TypeError as err:
+        raise AnnealingError(
+            "no model given and none on the context stack: call this inside `with "
+            "pm.Model():` or pass model=<the pymc.Model>.") from err
+
+
+def check_chain_weights(log_w, *, subject: str = "the log-likelihood",
+                        fix: str = "Increase draws so that every chain has particles where "
+                                   "the likelihood is non-zero, and check the data against "
+                                   "the likelihood's support.") -> None:
+    r"""Refuse a run in which some, but not all, chains have only zero weights.
+
+    Such a chain's estimate is :math:`\log \hat Z = -\infty` with no standard error, and
+    the pooled estimate rests on the other chains' few particles, whose own diagnostics then
+    see too little to warn. (Every chain dead is :func:`pymc_anneal.diagnostics.check_weights`'
+    error.)
+
+    Parameters
+    ----------
+    log_w : array (chains, draws)
+        Final log weights (``-inf``: zero weight).
+    subject : str
+        What is ``-inf`` or NaN at a zero weight, for the message.
+    fix : str
+        What to do, for the message.
+
+    Raises
+    ------
+    AnnealingError
+        Naming the dead chains and the number of particles left with a non-zero weight.
+    """
+    log_w = np.atleast_2d(np.asarray(log_w, dtype=np.float64))
+    finite = np.isfinite(log_w)
+    dead = np.flatnonzero(~finite.any(axis=1))
+    if dead.size == 0 or dead.size == log_w.shape[0]:
+        return
+    alive = int(finite.sum())
+    raise AnnealingError(
+        f"every particle of chain{'s' if dead.size > 1 else ''} {dead.tolist()} (of "
+        f"{log_w.shape[0]} chains of {log_w.shape[1]} particles) has zero weight: {subject} is "
+        f"-inf or NaN wherever they went, so {'their' if dead.size > 1 else 'its'} log "
+        "evidence is -inf with no standard error, and the pooled estimate would rest on "
+        f"{alive} particle{'s' if alive != 1 else ''} with non-zero weight in the other "
+        f"chains. {fix}")

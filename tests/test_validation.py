@@ -193,3 +193,40 @@ def test_auto_backend_is_jax_when_installed_else_numba(monkeypatch):
     assert backends.default_backend() == "numba" and check_backend("AUTO") == "numba"
     with pytest.raises(AnnealingError, match=r"unknown backend 'gpu'; must be one of .*'auto'"):
         check_backend("gpu")
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True), [1, True], (2, np.True_)])
+def test_check_random_seed_refuses_bools(value):
+    """True was taken as the seed 1 (SeedSequence accepts it), while every count refuses bools."""
+    with pytest.raises(AnnealingError, match=r"random_seed must be None, .*\(a bool is not a "
+                                             r"seed\)\."):
+        check_random_seed(value)
+
+
+def test_check_model():
+    import pymc as pm
+
+    from pymc_anneal.validation import check_model
+
+    with pm.Model() as model:
+        assert check_model(None) is model
+    assert check_model(model) is model
+    with pytest.raises(AnnealingError, match=r"model must be a pymc.Model \(or None for the model "
+                                             r"of the enclosing .*got str 'm'\. Pass the model "
+                                             r"object, not its name\."):
+        check_model("m")
+    with pytest.raises(AnnealingError, match=r"no model given and none on the context stack"):
+        check_model(None)
+
+
+def test_check_chain_weights_refuses_a_dead_chain_among_live_ones():
+    from pymc_anneal.validation import check_chain_weights
+
+    check_chain_weights(np.zeros((2, 3)))
+    check_chain_weights(np.full((2, 3), -np.inf))  # every chain: check_weights' error
+    check_chain_weights(np.array([[-np.inf, 0.0], [0.0, -np.inf]]))
+    with pytest.raises(AnnealingError, match=r"every particle of chains \[0, 2\] \(of 3 chains of "
+                                             r"2 particles\) has zero weight: log f is -inf or "
+                                             r"NaN .*rest on 2 particles .*Do this\.$"):
+        check_chain_weights(np.array([[-np.inf] * 2, [0.0, 1.0], [-np.inf] * 2]),
+                            subject="log f", fix="Do this.")

@@ -57,6 +57,19 @@ def check_log_z(log_z) -> float:
     return check_real("log_z", log_z, what="finite (a real number)")
 
 
+def cast_finite(array: np.ndarray, dtype: str, name: str) -> np.ndarray:
+    """``array`` in ``dtype``, refusing values that overflow it (finite in float64, infinite
+    in float32): check parameters for finiteness *after* the cast, not only before it."""
+    with np.errstate(over="ignore"):
+        cast = np.asarray(array).astype(dtype)
+    if not np.all(np.isfinite(cast)):
+        raise AnnealingError(
+            f"{name} overflow {dtype}: {int(np.sum(~np.isfinite(cast)))} values exceed its largest "
+            f"number {np.finfo(dtype).max:.3g} in magnitude. Rescale them or use dtype='float64'."
+        )
+    return cast
+
+
 def readonly(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array

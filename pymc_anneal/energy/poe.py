@@ -63,6 +63,7 @@ from scipy.special import gammaln
 from pymc_anneal.energy.base import (
     GAUSSIAN_BASES,
     EnergyModel,
+    cast_finite,
     check_dtype,
     check_positive_int,
     readonly,
@@ -90,9 +91,9 @@ def _as_filters(filters, model: str) -> np.ndarray:
     if L < M:
         raise AnnealingError(
             f"a {model} needs at least as many experts as dimensions: filters of shape {(L, M)} "
-            f"give {L} experts for {M} dimensions, too few experts, so the density is constant "
-            f"along the directions orthogonal to every filter and not normalizable. Pass at "
-            f"least {M} filters (rows) that span R^{M}."
+            f"give {L} expert{'s' if L != 1 else ''} for {M} dimensions, too few experts, so "
+            f"the density is constant along the directions orthogonal to every filter and not "
+            f"normalizable. Pass at least {M} filters (rows) that span R^{M}."
         )
     # the rank of the rows scaled to max |f_lm| = 1: the same, but blind to each expert's scale
     scales = np.abs(filters).max(axis=1, keepdims=True)
@@ -104,18 +105,6 @@ def _as_filters(filters, model: str) -> np.ndarray:
             f"{M - rank} direction(s). Remove linearly dependent filters or add independent ones."
         )
     return filters
-
-
-def _cast(array: np.ndarray, dtype: str, name: str) -> np.ndarray:
-    """``array`` in ``dtype``, refusing values that overflow it."""
-    with np.errstate(over="ignore"):
-        cast = array.astype(dtype)
-    if not np.all(np.isfinite(cast)):
-        raise AnnealingError(
-            f"{name} overflow {dtype}: {int(np.sum(~np.isfinite(cast)))} values exceed its largest "
-            f"number {np.finfo(dtype).max:.3g} in magnitude. Rescale them or use dtype='float64'."
-        )
-    return cast
 
 
 class ProductOfExperts(EnergyModel):
@@ -142,7 +131,7 @@ class ProductOfExperts(EnergyModel):
     def _set_filters(self, filters, dtype, name) -> None:
         self.dtype = check_dtype(dtype)
         filters = _as_filters(filters, self._kind)
-        self.filters = readonly(_cast(filters, self.dtype, "filters"))
+        self.filters = readonly(cast_finite(filters, self.dtype, "filters"))
         # float64 copy of the (possibly float32-rounded) filters for the NumPy side, so that
         # NumPy and PyTensor evaluate the same model
         self._F = readonly(self.filters.astype(np.float64))
@@ -221,8 +210,10 @@ class ProductOfExperts(EnergyModel):
         :math:`G = (F^\top F\, M / L)^{1/2}` of their Gram matrix), divided by
         ``base_scale`` (default 1.25), with the target's exponents for a complete
         Student-t set and :math:`\alpha_0 = \min(1.5, \min_l \alpha_l)` otherwise
-        (1.5 for Laplace experts). Its tails are at least as heavy as the target's, so the
-        importance weights stay bounded for complete sets. ``base="gaussian"`` (``base_mean``,
+        (1.5 for Laplace experts; an over-complete Student-t set with some
+        :math:`\alpha_l \le 1/2` has no such base, which is an error). Its tails are at
+        least as heavy as the target's, so the importance weights stay bounded for complete
+        sets. ``base="gaussian"`` (``base_mean``,
         ``base_scale``), ``"isotropic"``, ``"diagonal"`` or ``"full"`` (fitted to ``data`` or
         ``moments``): the Gaussian bases of :meth:`EnergyModel.annealing_path`. Against the
         polynomial tails of Student-t experts a Gaussian base gives weights of infinite
@@ -491,7 +482,7 @@ class StudentTPOE(ProductOfExperts):
     def __init__(self, filters, alpha, dtype: str = "float64", name: str = "student_t_poe"):
         self._set_filters(filters, dtype, name)
         alpha = self._check_alpha(alpha)
-        self.alpha = readonly(_cast(alpha, self.dtype, "alpha"))
+        self.alpha = readonly(cast_finite(alpha, self.dtype, "alpha"))
         self._alpha = readonly(self.alpha.astype(np.float64))
         if self.dtype != "float64":
             self._check_alpha(self._alpha, f" (alpha rounded to {self.dtype})")
@@ -499,7 +490,20 @@ class StudentTPOE(ProductOfExperts):
     def _base_alpha(self):
         if self.is_complete:
             return self._alpha
-        return float(min(self._base_alpha_cap, self._alpha.min()))
+        alpha0 = float(min(self._base_alpha_cap, self._alpha.min()))
+        if alpha0 <= 0.5:
+            bad = np.flatnonzero(self._alpha <= 0.5)
+            raise AnnealingError(
+                f"StudentTPOE {self.name!r} has no default base: its base='student_t' is a "
+                f"complete product of Student-t experts with the exponent alpha0 = min(1.5, "
+                f"min(alpha)) = {alpha0:g}, normalizable only for alpha0 > 1/2, and this "
+                f"over-complete model ({self.num_experts} experts for {self.num_dims} "
+                f"dimension{'s' if self.num_dims > 1 else ''}) has alpha "
+                f"{self._alpha[bad][:5].tolist()} at experts {bad[:5].tolist()}. Pass "
+                "base='gaussian' (or 'isotropic', 'diagonal' or 'full' with data= or "
+                "moments=), whose weights may have infinite variance "
+                "against these heavy tails (ais warns), or give every expert alpha > 1/2.")
+        return alpha0
 
     def _gaussian_base_caveat(self):
         return (

@@ -33,6 +33,7 @@ from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal.energy.base import (
     EnergyModel,
+    cast_finite,
     check_dtype,
     check_positive_int,
     readonly,
@@ -156,9 +157,9 @@ class RestrictedBoltzmannMachine(EnergyModel):
     def _set_parameters(self, W, visible_bias, hidden_bias, dtype, name) -> None:
         self.dtype = check_dtype(dtype)
         W, visible_bias, hidden_bias = check_parameters(W, visible_bias, hidden_bias, self._kind)
-        self.W = readonly(W.astype(self.dtype))
-        self.visible_bias = readonly(visible_bias.astype(self.dtype))
-        self.hidden_bias = readonly(hidden_bias.astype(self.dtype))
+        self.W = readonly(cast_finite(W, self.dtype, "W"))
+        self.visible_bias = readonly(cast_finite(visible_bias, self.dtype, "visible_bias"))
+        self.hidden_bias = readonly(cast_finite(hidden_bias, self.dtype, "hidden_bias"))
         # float64 copies of the (possibly float32-rounded) parameters for the NumPy side, so
         # that NumPy and PyTensor evaluate the same model
         self._W = readonly(self.W.astype(np.float64))

@@ -5,14 +5,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import xarray as xr
 
+from pymc_anneal.backends import compile_one_off
 from pymc_anneal.diagnostics import check_weights
 from pymc_anneal.driver import AnnealingRun, TuningOptions, run_annealing
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels import KERNELS
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
@@ -22,14 +25,17 @@ from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_path
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_backend,
+    check_chain_weights,
     check_choice,
     check_count,
+    check_model,
     check_positive_float,
     check_random_seed,
     check_tuning,
 )
 
-__all__ = ["AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES", "sample_ais"]
+__all__ = ["AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES", "check_run_weights",
+           "nan_log_density", "sample_ais"]
 
 BASES = ("prior", "gaussian")
 """The bases ``sample_ais`` anneals from."""
@@ -208,7 +214,7 @@ def sample_ais(
     >>> round(est.log_evidence, 1)
     -3.5
     """
-    model = pm.modelcontext(model)
+    model = check_model(model)
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
     base = check_choice("base", base, BASES)
@@ -287,7 +293,7 @@ def sample_ais(
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            **{**run, "tuning": main_tuning})
-    check_weights(result.log_weights)
+    check_run_weights(path, result)
     for name, sl, _ in mp.value_slices:  # integer coordinates' acceptance, per variable
         rates = [result.step_stats.pop(f"{STATISTIC_PREFIX}{j}", None)
                  for j in range(sl.start, sl.stop)]
@@ -310,6 +316,87 @@ def sample_ais(
                               "annealed_discrete": annealed or None})
 
 
+def nan_log_density(path, positions, log_weights) -> np.ndarray:
+    """Which particles sit where ``path``'s log density is NaN: bool, ``log_weights``' shape.
+
+    The driver reads a NaN log density as zero likelihood (``-inf``), and the kernels never
+    move a particle away from a NaN point (every proposal from it has a NaN acceptance ratio
+    and is rejected), so a particle whose base draw lands on a NaN keeps zero weight and ends
+    where it started. Only particles with zero weight are evaluated, so a run without any
+    costs nothing; otherwise one Python-mode evaluation of the log densities (no code
+    generation). Paths without ``evaluate`` (Gibbs paths) report none.
+
+    Parameters
+    ----------
+    path : Path
+        The path that was annealed (in its own coordinates, e.g. whitened ones).
+    positions : array (chains, draws, num_dims)
+        The particles' final positions.
+    log_weights : array (chains, draws)
+
+    Returns
+    -------
+    numpy.ndarray of bool
+    """
+    log_w = np.asarray(log_weights, dtype=np.float64)
+    nan = np.zeros(log_w.shape, dtype=bool)
+    dead = ~np.isfinite(log_w)
+    if not dead.any() or "evaluate" not in getattr(path, "capabilities", ()):
+        return nan
+    x = pt.matrix("x", dtype=path.dtype)
+    point = path.evaluate(x, gradients=False)
+    log_base, log_ratio = compile_one_off([x], [point.log_base, point.log_ratio])(
+        np.asarray(positions, dtype=path.dtype).reshape(-1, path.num_dims)[dead.ravel()])
+    nan[dead] = np.isnan(log_base) | np.isnan(log_ratio)
+    return nan
+
+
+def check_run_weights(path, result: AnnealingRun, *, subject: str = "the log-likelihood",
+                      fix: str | None = None, stacklevel: int = 3) -> None:
+    """A finished forward run's weight checks, in order: a NaN log density at some
+    particles (:func:`nan_log_density`; :class:`AnnealingWarning` with their fraction),
+    chains whose particles all have zero weight (an error,
+    :func:`pymc_anneal.validation.check_chain_weights`), then
+    :func:`pymc_anneal.diagnostics.check_weights` (every weight zero: an error; a low ESS, a
+    heavy tail, chains that disagree: warnings).
+
+    Parameters
+    ----------
+    path : Path
+    result : AnnealingRun
+    subject : str
+        What is ``-inf`` or NaN at a zero weight, for the messages.
+    fix : str, optional
+        What to do about zero weights, for the messages.
+    stacklevel : int, default 3
+        Of the warnings, as for :func:`warnings.warn` called here (3: the caller of this
+        function's caller).
+    """
+    log_w = np.asarray(result.log_weights, dtype=np.float64)
+    nan = nan_log_density(path, result.positions, log_w)
+    fix = fix or ("Check the observed data against the likelihood's support, and that the "
+                  "priors put mass where the data are possible.")
+    note = ""
+    if nan.any():
+        note = (f" {subject} is NaN (not -inf) at {int(nan.sum())} of {nan.size} particles "
+                f"({100 * nan.mean():.3g}%), where the base (for a PyMC model, the prior) drew "
+                "them: the model is undefined there (e.g. the square root or log of a value "
+                "that can be negative), and AIS reads NaN as zero density, so the estimate is "
+                "log Z of the model restricted to where it is defined. Make the model defined "
+                "wherever the base puts mass (e.g. a positive prior for a value under a square "
+                "root); a zero density stated on purpose is -inf, not NaN.")
+    if not np.any(np.isfinite(log_w)):
+        check_weights(log_w, zero_weight_message=(
+            f"every particle has zero weight: {subject} is -inf or NaN at every particle's "
+            f"base draw. {fix}{note}"))
+    check_chain_weights(log_w, subject=subject, fix=(
+        "Increase draws so that every chain has particles where it is finite (a particle "
+        f"whose base draw has zero weight keeps it). {fix}{note}"))
+    if nan.any():
+        warnings.warn(note.strip(), AnnealingWarning, stacklevel=stacklevel)
+    check_weights(log_w, stacklevel=stacklevel + 1)
+
+
 def _annealed_discrete(mp) -> list[str]:
     dims = set(mp.path.discrete_dims)
     return [name for name, sl, _ in mp.value_slices
@@ -330,6 +417,11 @@ def _exact_sum(model, mp, draws, chains, rng, backend, seed_attr) -> xr.DataTree
     t0 = time.perf_counter()
     positions = np.zeros((chains, draws, 0))
     log_z = float(mp.exact_log_evidence)
+    if np.isnan(log_z):
+        raise AnnealingError("the exact log evidence of the all-discrete model is nan: its "
+                             "log density is NaN at some configuration of its discrete "
+                             "variables, where the model is undefined (e.g. the log of a "
+                             "negative value). Make it defined on every value of the supports.")
     if not np.isfinite(log_z):
         raise AnnealingError(f"the exact log evidence of the all-discrete model is {log_z}: "
                              "the data are impossible under every configuration of its "

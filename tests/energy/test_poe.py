@@ -518,3 +518,22 @@ def test_gaussian_base_for_student_t_experts_warns_whatever_the_weights(base):
     assert "weight_caveat" not in laplace_path.info
     default_path, _ = student.annealing_path()
     assert "weight_caveat" not in default_path.info
+
+
+def test_overcomplete_student_t_with_heavy_experts_has_no_default_base():
+    """Issue 23, 1.9: three experts of alpha 0.3 on one dimension decay like |x|^(-1.8), so the
+    model is normalizable, but the default base (a complete product with alpha0 = min(1.5,
+    min alpha) = 0.3) is not: the error says so up front, names the fix, and the Gaussian base
+    it names works (with its heavy-tail caveat)."""
+    model = StudentTPOE(np.array([[1.0], [2.0], [0.5]]), alpha=[0.3, 0.8, 0.3])
+    with pytest.raises(AnnealingError,
+                       match=r"StudentTPOE 'student_t_poe' has no default base: .*alpha0 = "
+                             r"min\(1\.5, min\(alpha\)\) = 0\.3, normalizable only for alpha0 > "
+                             r"1/2, and this over-complete model \(3 experts for 1 dimension\) "
+                             r"has alpha \[0\.3, 0\.3\] at experts \[0, 2\]\. Pass base='gaussian'"):
+        model.annealing_path()
+    path, kernel = model.annealing_path(base="gaussian")
+    assert kernel == "hais" and "infinite variance" in path.info["weight_caveat"]
+    # just above 1/2 the base exists, with the exponent min(alpha)
+    path, _ = StudentTPOE(np.array([[1.0], [2.0], [0.5]]), alpha=0.6).annealing_path()
+    assert path.info["base_alpha"] == pytest.approx(0.6)

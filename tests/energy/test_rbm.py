@@ -200,3 +200,18 @@ def test_hidden_probability_is_the_logistic_of_the_input():
     v = all_states(5)
     np.testing.assert_allclose(
         rbm.hidden_probability(v), expit(v @ rbm.W + rbm.hidden_bias), rtol=1e-14)
+
+
+def test_float32_overflow_is_refused_after_the_cast():
+    """Issue 23: 1e39 is finite in float64, so the finiteness check passed, and then the cast
+    to float32 made it inf: exact_log_z() returned nan. The largest float32 is accepted."""
+    W = np.full((10, 8), 1e39)
+    with pytest.raises(AnnealingError, match=r"W overflow float32: 80 values exceed its largest "
+                                             r"number 3\.4e\+38 in magnitude\. Rescale them or "
+                                             r"use dtype='float64'\."):
+        BernoulliRBM(W, np.zeros(10), np.zeros(8), dtype="float32")
+    with pytest.raises(AnnealingError, match=r"hidden_bias overflow float32: 1 values"):
+        BernoulliRBM(np.zeros((10, 8)), np.zeros(10), np.r_[np.zeros(7), -1e39], dtype="float32")
+    largest = float(np.finfo(np.float32).max)
+    rbm = BernoulliRBM(np.zeros((2, 2)), np.array([largest, 0.0]), np.zeros(2), dtype="float32")
+    assert np.isfinite(rbm.exact_log_z())
