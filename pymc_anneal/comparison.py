@@ -136,7 +136,10 @@ def evidence_strength(log_bayes_factor: float) -> str:
     >>> evidence_strength(2.0)  # BF = e^2 = 7.4, 2 ln BF = 4
     'positive'
     """
-    value = 2.0 * abs(float(log_bayes_factor))
+    try:
+        value = 2.0 * abs(float(log_bayes_factor))
+    except (TypeError, ValueError):
+        value = math.nan
     if math.isnan(value):
         raise AnnealingError(f"log_bayes_factor must be a number, got {log_bayes_factor!r}.")
     return next(words for bound, words in KASS_RAFTERY if value < bound)

@@ -72,6 +72,15 @@ def _check_energy_model(function: str, model) -> None:
                              f"{type(model).__name__}.")
 
 
+def _test_data(model, data) -> np.ndarray:
+    """The model's checked test points, at least one."""
+    test = model.check_data(data)
+    if test.shape[0] < 1:
+        raise AnnealingError("data must have at least one row (test point), got shape "
+                             f"{test.shape}.")
+    return test
+
+
 def reverse_ais(
     model,
     data,
@@ -183,10 +192,7 @@ def reverse_ais(
     draws = check_count("draws", draws, 2)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 1)
     backend = check_backend(backend)
-    test = model.check_data(data)
-    if test.shape[0] < 1:
-        raise AnnealingError("data must have at least one row (test point), got shape "
-                             f"{test.shape}.")
+    test = _test_data(model, data)
     control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
     ais_log_z = None if log_z is None else _ais_log_z(log_z)
     rng, seed_attr = check_random_seed(random_seed)
@@ -450,7 +456,7 @@ def sandwich(
     steps = check_counts("num_steps", num_steps, 1)
     _check_energy_model("sandwich", model)
     rng, seed_attr = check_random_seed(random_seed)
-    test = model.check_data(data)
+    test = _test_data(model, data)
     log_f = float(np.mean(_log_f(model, test, np.random.default_rng(0))))
     rows = []
     for k in steps:

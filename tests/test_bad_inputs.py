@@ -338,9 +338,7 @@ SANDWICH = [
     Row("data not binary", lambda t: pa.sandwich(t.rbm, np.full((2, 6), 0.5)),
         r"must be binary \(0 or 1\)"),
     Row("empty data", lambda t: sandwich(t, data=np.zeros((0, 6))),
-        r"data must have at least one row",
-        gap="pymc_anneal/reverse.py: sandwich averages log f over the data before "
-            "reverse_ais refuses it (now NumPy's 'Mean of empty slice' RuntimeWarning)"),
+        r"data must have at least one row"),
 ]
 
 
@@ -359,8 +357,7 @@ def bdmc(t, **kwargs):
 
 BDMC = [
     Row("model given by name", lambda t: bdmc(t, model="m"),
-        r"model must be a pymc.Model .*got str 'm'",
-        gap="pymc_anneal/pymc/bdmc.py: use validation.check_model (now an AttributeError)"),
+        r"model must be a pymc.Model .*got str 'm'"),
     Row("no temperatures", lambda t: bdmc(t, num_steps=[]),
         r"num_steps must be an integer >= 1 or a non-empty list of them"),
     Row("negative mixing steps", lambda t: bdmc(t, num_mixing_steps=-1),
@@ -467,9 +464,7 @@ def test_compare(row, t):
 EVIDENCE_STRENGTH = [
     Row("NaN", lambda t: pa.evidence_strength(float("nan")), r"must be a number, got nan"),
     Row("a word", lambda t: pa.evidence_strength("strong"),
-        r"log_bayes_factor must be a number, got 'strong'",
-        gap="pymc_anneal/comparison.py: a string gives NumPy's ValueError, not the "
-            "AnnealingError"),
+        r"log_bayes_factor must be a number, got 'strong'"),
 ]
 
 
@@ -525,8 +520,7 @@ GAUSSIAN_RBM = [
         r"W overflow float32"),
     Row("sigma overflows float32", lambda t: GaussianRBM(
         np.zeros((3, 2)), np.zeros(3), np.zeros(2), TOO_BIG_FOR_FLOAT32, dtype="float32"),
-        r"sigma overflow float32",
-        gap="pymc_anneal/energy/grbm.py: cast sigma with energy.base.cast_finite (now inf)"),
+        r"sigma overflow float32"),
 ]
 
 
@@ -596,16 +590,13 @@ OTHER_MODELS = [
         r"sigma must be a positive float \(finite and > 0\), got 0\.0"),
     Row("mcRBM filters overflow float32", lambda t: MCRBM(
         np.eye(2) * TOO_BIG_FOR_FLOAT32, np.eye(2), np.zeros(2), np.zeros((1, 2)), np.zeros(1),
-        np.zeros(2), sigma=1.0, dtype="float32"), r"overflow float32",
-        gap="pymc_anneal/energy/mcrbm.py: cast with energy.base.cast_finite (now accepted)"),
+        np.zeros(2), sigma=1.0, dtype="float32"), r"overflow float32"),
     Row("linear model noise zero", lambda t: LinearGenerative(np.eye(2), noise_scale=0.0),
         r"noise_scale must be a positive float \(finite and > 0\), got 0\.0"),
     Row("linear model unknown prior", lambda t: LinearGenerative(np.eye(2), 1.0, prior="t"),
         r"unknown prior 't'; must be one of \['gaussian', 'laplace'\]"),
     Row("linear basis overflows float32", lambda t: LinearGenerative(
-        np.eye(2) * TOO_BIG_FOR_FLOAT32, 1.0, dtype="float32"), r"overflow float32",
-        gap="pymc_anneal/energy/generative.py: cast with energy.base.cast_finite "
-            "(now accepted)"),
+        np.eye(2) * TOO_BIG_FOR_FLOAT32, 1.0, dtype="float32"), r"overflow float32"),
     Row("bilinear theta rows", lambda t: BilinearGenerative(
         np.eye(2), np.ones((3, 1)), np.ones((2, 1)), 1.0),
         r"theta must be a 2-D array of shape \(2, k\) .*got shape \(3, 1\)"),

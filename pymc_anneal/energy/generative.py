@@ -39,7 +39,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.energy.base import check_dtype
+from pymc_anneal.energy.base import cast_finite, check_dtype
 from pymc_anneal.energy.rbm import as_generator
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
@@ -192,6 +192,7 @@ class LinearGenerative(GenerativeModel):
         self.prior = check_choice("prior", prior, ("gaussian", "laplace"))
         self.prior_scale = np.full(self.num_latent, 1.0 if prior == "gaussian" else np.sqrt(2.0))
         self.dtype = check_dtype(dtype)
+        cast_finite(self.basis, self.dtype, "basis")
         self.name = name
 
     def _mean(self, a):
@@ -267,6 +268,8 @@ class BilinearGenerative(GenerativeModel):
         self.lower_bounds = np.r_[np.full(self.num_c, -np.inf), np.zeros(self.num_d)]
         self.prior_scale = np.r_[np.full(self.num_c, np.sqrt(2.0)), np.ones(self.num_d)]
         self.dtype = check_dtype(dtype)
+        for label in ("basis", "theta", "psi"):
+            cast_finite(getattr(self, label), self.dtype, label)
         self.name = name
 
     def _split(self, z):

@@ -46,7 +46,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.energy.base import readonly
+from pymc_anneal.energy.base import cast_finite, readonly
 from pymc_anneal.energy.enumerate import (
     DEFAULT_MAX_STATES,
     binary_states,
@@ -118,7 +118,7 @@ class GaussianRBM(RestrictedBoltzmannMachine):
                 f"sigma must be > 0 (visible standard deviations); got {sigma[sigma <= 0][:3].tolist()} "
                 f"at visible units {np.flatnonzero(sigma <= 0)[:3].tolist()}."
             )
-        self.sigma = readonly(sigma.astype(self.dtype))
+        self.sigma = readonly(cast_finite(sigma, self.dtype, "sigma"))
         self._sigma = readonly(self.sigma.astype(np.float64))
         if not np.all(self._sigma > 0):
             raise AnnealingError(f"sigma underflows to 0 in {self.dtype}; rescale the data.")

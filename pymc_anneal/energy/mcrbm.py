@@ -30,7 +30,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.energy.base import EnergyModel, check_dtype, readonly
+from pymc_anneal.energy.base import EnergyModel, cast_finite, check_dtype, readonly
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_finite_array, check_positive_float
 
@@ -78,6 +78,10 @@ class MCRBM(EnergyModel):
         self.sigma = check_positive_float("sigma", sigma)
         self.num_dims = num_dims
         self.dtype = check_dtype(dtype)
+        for label in ("filters", "pooling", "mean_weights", "cov_bias", "mean_bias",
+                      "visible_bias"):
+            cast_finite(getattr(self, label), self.dtype, label)
+        cast_finite(np.float64(0.5 / self.sigma**2), self.dtype, "sigma's 0.5 / sigma^2")
         self.name = name
 
     @staticmethod

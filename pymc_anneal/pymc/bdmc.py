@@ -79,6 +79,7 @@ from pymc_anneal.validation import (
     check_choice,
     check_count,
     check_counts,
+    check_model,
     check_random_seed,
     check_tuning,
 )
@@ -274,7 +275,7 @@ def bdmc(
     >>> result["observed_data"]["y"].shape  # (dataset, observation)
     (2, 3)
     """
-    model = pm.modelcontext(model)
+    model = check_model(model)
     steps = check_counts("num_steps", num_steps, 1)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 0)
     draws = check_count("draws", draws, 2)
