@@ -31,18 +31,18 @@ of known mean, 2026-11-25). The weights' variance, on which the standard error r
 finite only for a tail index k < 1/2, and the samplers do not smooth the weights (that is
 PSIS's remedy, whose line is 0.7), so the line is 1/2. What it buys, measured:
 
-- for k <= 0.4 and log-normal weights with :math:`\sigma \le 1.5` the runs without a
-  warning cover 94-97% of the time; log-normal weights with :math:`\sigma \le 1` (an
-  ESS above a third) are almost never warned (at most 0.7% of runs; up to 9% with only
-  2 x 200 particles, whose tail fit rests on 60 draws);
+- for k <= 0.4 and log-normal weights with :math:`\sigma \le 1` the runs without a
+  warning cover 96% of the time (93% for :math:`\sigma = 1.5`); log-normal weights with
+  :math:`\sigma \le 1` (an ESS above a third) are almost never warned (at most 1% of
+  runs; up to 9% with only 2 x 200 particles, whose tail fit rests on 60 draws);
 - for every tail index, the fraction of runs that raise no warning *and* miss the truth
   (the silent misses; 5% is the nominal rate) is at most 6% for generalized-Pareto and
-  8% for Pareto I weights, against 10% and 20% at the former line 0.7.
+  7.5% for Pareto I weights, against 10% and 20% at the former line 0.7.
 
 What it does not buy: *conditional* coverage for 1/2 <= k <= 0.7. The few runs without a
 warning there are those whose largest weights happened to look light-tailed, i.e. that
-missed the tail: they cover about 90% of the time at k = 1/2, 60% at k = 0.6 and almost
-never at k = 0.7, whatever the line (a lower line warns more runs but leaves the unluckiest:
+missed the tail: they cover about 90% of the time at k = 1/2, 60-65% at k = 0.6 and
+almost never at k = 0.7, whatever the line (a lower line warns more runs but leaves the unluckiest:
 no line gives 93% there). So "no warning" bounds how
 often a silent miss happens, not how wrong a run is once the tail is heavy.
 """
