@@ -44,7 +44,10 @@ warning there are those whose largest weights happened to look light-tailed, i.e
 missed the tail: they cover about 90% of the time at k = 1/2, 60-65% at k = 0.6 and
 almost never at k = 0.7, whatever the line (a lower line warns more runs but leaves the
 unluckiest: no line gives 93% there). So "no warning" bounds how often a silent miss
-happens, not how wrong a run is once the tail is heavy.
+happens, not how wrong a run is once the tail is heavy. The same on the narrow-base path
+above (``tests.coverage.simulate("heavy", (1, 2, 4, 8, 16, 64, 256), 250, 250,
+seed=2026)``, 1000 particles per run): the runs without a warning cover 84.8% of the time
+with the line at 1/2 and 85.7% at 0.7, and the silent misses are 9.2% against 10.1%.
 """
 
 from __future__ import annotations
