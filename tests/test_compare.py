@@ -220,7 +220,8 @@ def test_warning_column_uses_the_sampler_thresholds():
     assert table.loc["low_ess", "warning_reason"].startswith(
         f"low ESS ({LOW_ESS_FRACTION * n - 1:.1f} of 1000")
     assert table.loc["few", "warning_reason"].startswith("low ESS")
-    assert table.loc["tail", "warning_reason"].startswith("heavy-tailed weights (Pareto k-hat 0.71")
+    assert table.loc["tail", "warning_reason"].startswith(
+        f"heavy-tailed weights (Pareto k-hat {HEAVY_TAIL_K + 0.01:.2f}")
     assert table.loc["disagree", "warning_reason"].startswith("chains disagree")
     assert "low ESS" in table.loc["both", "warning_reason"]
     assert "chains disagree" in table.loc["both", "warning_reason"]
