@@ -801,7 +801,7 @@ def _binsig_draw(rng):
     p = _common(rng)
     p.update(m=_f(rng.uniform(-1, 1)) if rng.random() < 0.5 else 0.0,
              c=_f(rng.uniform(0.5, 1.5)), s=_f(rng.uniform(0.3, 1)),
-             trials=[int(t) for t in rng.integers(1, 9, p["num_datasets"])],
+             trials=[int(t) for t in rng.choice(np.arange(1, 9), p["num_datasets"], replace=False)],
              sizes=_sizes(rng, p, 1, 4))
     return p
 
