@@ -204,8 +204,11 @@ class ModelCase:
         return FAMILIES[self.family].check(self.params, self.datasets[index])
 
     def spec(self) -> dict:
-        """JSON-able description from which :func:`case_from_spec` rebuilds the case."""
-        return {"family": self.family, "seed": self.seed, "params": self.params}
+        """JSON-able description from which :func:`case_from_spec` rebuilds the case; the
+        datasets are included, so that a replay does not depend on the simulator."""
+        datasets = [{k: np.asarray(v).tolist() for k, v in d.items()} for d in self.datasets]
+        return {"family": self.family, "seed": self.seed,
+                "params": {**self.params, "datasets": datasets}}
 
 
 @dataclass(frozen=True)

@@ -214,3 +214,44 @@ def summarize(scores: list[Score]) -> dict:
         out["ks_pvalue"] = float(stats.kstest(random, "norm").pvalue) if random.size > 1 \
             else float("nan")
     return out
+
+
+# --------------------------------------------------------------------------- the suites' plans
+SLOW_SEED = 5000
+SLOW_MODELS_PER_FAMILY = 2
+SLOW_SEEDS = (0, 1, 2)
+SLOW_OPTIONS = {"draws": 200, "chains": 2, "num_steps": 200}
+OTHER_BACKENDS = ("numba", "c")
+"""Backends whose cold compile takes 30-120 s a loop: each runs one case, two routes."""
+
+
+def slow_plan(families=None):
+    """The slow calibration: ``SLOW_MODELS_PER_FAMILY`` cases per family on JAX over every
+    route (each discrete route with the prior and the Gaussian base), every dataset and
+    ``SLOW_SEEDS``; then one case with discrete variables that depend on a continuous one
+    on each of :data:`OTHER_BACKENDS`, discrete routes "auto" and "anneal" (prior base).
+
+    Yields ``(case, routes, backend, seeds)``.
+    """
+    from tests.calibration.generator import FAMILIES, generate
+
+    families = sorted(FAMILIES) if families is None else families
+    for k in range(SLOW_MODELS_PER_FAMILY):
+        for i, family in enumerate(families):
+            case = generate(SLOW_SEED + 100 * k + i, family)
+            yield case, routes_for(case), "jax", SLOW_SEEDS
+    for backend in OTHER_BACKENDS:
+        case = generate(SLOW_SEED + 999, "binomial_sigmoid")
+        yield case, [("auto", "prior"), ("anneal", "prior")], backend, SLOW_SEEDS
+
+
+def run_plan(plan, progress=None, **options) -> list[Score]:
+    """Run every entry of a plan with ``SLOW_OPTIONS`` (overridden by ``options``)."""
+    scores = []
+    for case, routes, backend, seeds in plan:
+        t0 = time.perf_counter()
+        new = run_case(case, routes, backend=backend, seeds=seeds, **{**SLOW_OPTIONS, **options})
+        scores += new
+        if progress is not None:
+            progress(case, backend, new, time.perf_counter() - t0)
+    return scores
