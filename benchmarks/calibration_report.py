@@ -25,9 +25,9 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from tests.calibration import runner  # noqa: E402
+from tests.calibration import runner
 
 
 def main(argv=None) -> int:
@@ -41,7 +41,12 @@ def main(argv=None) -> int:
     plan = [entry for entry in runner.slow_plan(args.families) if entry[2] in args.backends]
     t0 = time.perf_counter()
 
+    done = []
+
     def progress(case, backend, scores, seconds):
+        done.extend(scores)
+        if args.json:  # after every case, so that a partial run leaves its scores
+            _write(args.json, done, time.perf_counter() - t0)
         bad = [s for s in scores if s.error or (s.scored and abs(s.z) > 5)]
         print(f"{case.name:30s} {backend:5s} {len(scores):3d} runs {seconds:6.1f} s"
               + (f"  {len(bad)} FAILED" if bad else ""), flush=True)
@@ -66,12 +71,14 @@ def main(argv=None) -> int:
         print(f"\nwarned runs (excluded from the figures): {sum(warned.values())}")
         for key, count in sorted(warned.items()):
             print(f"  {key} x{count}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"date": datetime.date.today().isoformat(), "elapsed_s": elapsed,
-                       "figures": figures, "scores": [s.to_dict() for s in scores]}, fh,
-                      default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
     return 0
+
+
+def _write(path, scores, elapsed):
+    with open(path, "w") as fh:
+        json.dump({"date": datetime.date.today().isoformat(), "elapsed_s": elapsed,
+                   "figures": runner.summarize(scores), "scores": [s.to_dict() for s in scores]},
+                  fh, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
 
 
 if __name__ == "__main__":

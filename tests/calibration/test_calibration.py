@@ -8,9 +8,10 @@ Score :math:`z = (\log \hat Z - \log Z)/\mathrm{SE}` per model-run
 at least 300 model-runs. An exact sum (SE 0) must equal the reference. A route that cannot
 take a model refuses it with an ``AnnealingError`` before any loop is compiled.
 
-Fast part: a seeded sample (one case per family that the replay file does not already
-cover, JAX, 200 x 2 particles, 100 temperatures, one model object per case shared by its
-routes) and the replay of ``tests/data/calibration_failures.json``. Slow part: the plan of
+Fast part: a seeded sample (continuous families and independent labels, JAX, 200 x 2
+particles, 100 temperatures, one model object per case shared by its routes) and the replay
+of ``tests/data/calibration_failures.json``; the annealed routes (whose compound kernel
+compiles slowly) of the sample and the replay run in the slow part. Slow part: the plan of
 :func:`tests.calibration.runner.slow_plan` (JAX on every route, Numba and C on one case),
 which ``benchmarks/calibration_report.py`` runs too and prints for the user guide.
 
@@ -47,9 +48,9 @@ FAST_RUNS = [
     ("dirichlet_multinomial", "auto", "prior"),
     ("beta_binomial", "auto", "prior"),
     ("mixture_labels", "auto", "prior"),
-    ("mixture_labels", "anneal", "prior"),
-    ("latent_count", "anneal", "prior"),
 ]
+# the annealed routes compile the compound kernel (15-120 s): in the slow suite, with
+SLOW_EXTRA_RUNS = [("mixture_labels", "anneal", "prior"), ("latent_count", "anneal", "prior")]
 ISSUE = "issue 23 item {}, fixed on another branch"
 
 
@@ -71,8 +72,13 @@ def known_failure(case, discrete: str, base: str, backend: str) -> str | None:
 
 
 @functools.cache
+def _fast_generated(family):
+    return generate(FAST_SEED, family)
+
+
+@functools.cache
 def _fast_case(family):
-    case = generate(FAST_SEED, family)
+    case = _fast_generated(family)
     return case, case.build()
 
 
@@ -113,10 +119,12 @@ def _marks(reason):
 
 def _fast_params():
     out = []
-    for family, discrete, base in FAST_RUNS:
-        reason = known_failure(generate(FAST_SEED, family), discrete, base, "jax")
-        out.append(pytest.param(family, discrete, base, marks=_marks(reason),
-                                id=f"{family}-{discrete}-{base}"))
+    for runs, slow in ((FAST_RUNS, False), (SLOW_EXTRA_RUNS, True)):
+        for family, discrete, base in runs:
+            reason = known_failure(_fast_generated(family), discrete, base, "jax")
+            marks = _marks(reason) + ([pytest.mark.slow] if slow else [])
+            out.append(pytest.param(family, discrete, base, marks=marks,
+                                    id=f"{family}-{discrete}-{base}"))
     return out
 
 
@@ -131,7 +139,7 @@ def test_fast_coverage():
     significantly below 93 % (few runs: this catches gross errors; the slow suite has the
     power)."""
     scores = [s for family, discrete, base in FAST_RUNS
-              if known_failure(generate(FAST_SEED, family), discrete, base, "jax") is None
+              if known_failure(_fast_generated(family), discrete, base, "jax") is None
               for s in _fast_scores(family, discrete, base)]
     random = [s for s in scores if s.scored and not s.exact]
     covered = sum(abs(s.z) < 1.959964 for s in random)
@@ -154,7 +162,8 @@ def test_refusal_before_compile():
 
 
 def _replay_params():
-    return [pytest.param(e["name"], marks=_marks(e.get("xfail")), id=e["name"])
+    return [pytest.param(e["name"], id=e["name"], marks=_marks(e.get("xfail"))
+                         + ([pytest.mark.slow] if e.get("slow") else []))
             for e in _replay_entries()]
 
 
@@ -172,7 +181,8 @@ def test_replay_file_is_well_formed():
     entries = _replay_entries()
     assert len({e["name"] for e in entries}) == len(entries)
     for e in entries:
-        assert {"name", "spec", "discrete", "base", "backend", "found", "failure"} <= e.keys()
+        assert {"name", "spec", "discrete", "base", "backend", "found", "failure",
+                "slow"} <= e.keys()
         case = case_from_spec(e["spec"])
         assert np.all(np.isfinite(case.log_z))
 
