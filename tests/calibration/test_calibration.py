@@ -1,0 +1,206 @@
+r"""Calibration of :func:`pymc_anneal.sample_ais` on random models with exact evidence
+(issue 23, section 3).
+
+Score :math:`z = (\log \hat Z - \log Z)/\mathrm{SE}` per model-run
+(:mod:`tests.calibration.runner`). Among runs without an ``AnnealingWarning``: no
+:math:`|z| > 5` ever; coverage of the nominal 95 % interval not significantly below 93 %
+(one-sided binomial test at level 0.001); in the slow suite, a KS test of z ~ N(0, 1) over
+at least 300 model-runs. An exact sum (SE 0) must equal the reference. A route that cannot
+take a model refuses it with an ``AnnealingError`` before any loop is compiled.
+
+Fast part: a seeded sample (continuous families and independent labels, JAX, 200 x 2
+particles, 100 temperatures, one model object per case shared by its routes) and the replay
+of ``tests/data/calibration_failures.json``; the annealed routes (whose compound kernel
+compiles slowly) of the sample and the replay run in the slow part. Slow part: the plan of
+:func:`tests.calibration.runner.slow_plan` (JAX on every route, Numba and C on one case),
+which ``benchmarks/calibration_report.py`` runs too and prints for the user guide.
+
+Known failures on this branch are marked ``xfail(strict=False)`` with the issue item that
+fixes them: remove the marks when the fixes are merged.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from tests.calibration.generator import case_from_spec, generate
+from tests.calibration.runner import run_case, run_plan, slow_plan, summarize
+
+MAX_ABS_Z = 5.0
+MIN_COVERAGE = 0.93
+ALPHA = 0.001  # level of the one-sided tests (coverage, KS)
+FAST_SEED = 2311
+FAST_OPTIONS = {"draws": 200, "chains": 2, "num_steps": 100}
+FAST_SEEDS = (0, 1)
+REPLAY_FILE = Path(__file__).parents[1] / "data" / "calibration_failures.json"
+
+# the fast sample: (family, discrete, base); one model object per family, shared by its routes
+FAST_RUNS = [
+    ("normal_mean", "auto", "prior"),
+    ("normal_mean", "auto", "gaussian"),
+    ("funnel", "auto", "prior"),
+    ("dirichlet_multinomial", "auto", "prior"),
+    ("beta_binomial", "auto", "prior"),
+    ("mixture_labels", "auto", "prior"),
+]
+# the annealed routes compile the compound kernel (15-120 s): in the slow suite, with
+SLOW_EXTRA_RUNS = [("mixture_labels", "anneal", "prior"), ("latent_count", "anneal", "prior")]
+ISSUE = "issue 23 item {}, fixed on another branch"
+
+
+def known_failure(case, discrete: str, base: str, backend: str) -> str | None:
+    """The reason a (case, route, backend) fails on this branch, or None."""
+    f = case.features
+    if "labels:coupled" in f and case.family == "coupled_labels" and discrete != "anneal":
+        return ISSUE.format("1.1")
+    if "all_discrete" in f and discrete == "anneal":
+        return ("found by the calibration suite 2026-11-25: an annealed Categorical used as an "
+                "index fails (TypeError), not yet fixed")
+    if "discrete_depends_on_continuous" in f and discrete == "anneal" and backend == "jax" \
+            and case.family == "binomial_sigmoid":
+        return ISSUE.format("1.3")
+    # a support changed by set_data is stale on every route (the annealed route's Gibbs
+    # support too: Numba, 2026-11-25, z = +25 and -400)
+    if "set_data" in f and (("all_discrete" in f and discrete != "anneal")
+                            or "support_changes" in f):
+        return ISSUE.format("1.2")
+    return None
+
+
+@functools.cache
+def _fast_generated(family):
+    return generate(FAST_SEED, family)
+
+
+@functools.cache
+def _fast_case(family):
+    case = _fast_generated(family)
+    return case, case.build()
+
+
+@functools.cache
+def _fast_scores(family, discrete, base):
+    case, model = _fast_case(family)
+    return tuple(run_case(case, [(discrete, base)], backend="jax", seeds=FAST_SEEDS,
+                          model=model, **FAST_OPTIONS))
+
+
+def _replay_entries():
+    return json.loads(REPLAY_FILE.read_text())["cases"]
+
+
+@functools.cache
+def _replay_case(name):
+    entry = next(e for e in _replay_entries() if e["name"] == name)
+    spec_key = json.dumps(entry["spec"], sort_keys=True)
+    return _replay_model(spec_key)
+
+
+@functools.cache
+def _replay_model(spec_key):  # entries with the same spec share one model object
+    case = case_from_spec(json.loads(spec_key))
+    return case, case.build()
+
+
+def _assert_calibrated_runs(scores):
+    """Every run ran; the unwarned ones have |z| <= 5 (exact sums: equal)."""
+    problems = [s.describe() for s in scores
+                if s.error is not None or (s.scored and not abs(s.z) <= MAX_ABS_Z)]
+    assert not problems, "\n".join(problems)
+
+
+def _marks(reason):
+    return [pytest.mark.xfail(strict=False, reason=reason)] if reason else []
+
+
+def _fast_params():
+    out = []
+    for runs, slow in ((FAST_RUNS, False), (SLOW_EXTRA_RUNS, True)):
+        for family, discrete, base in runs:
+            reason = known_failure(_fast_generated(family), discrete, base, "jax")
+            marks = _marks(reason) + ([pytest.mark.slow] if slow else [])
+            out.append(pytest.param(family, discrete, base, marks=marks,
+                                    id=f"{family}-{discrete}-{base}"))
+    return out
+
+
+@pytest.mark.parametrize(("family", "discrete", "base"), _fast_params())
+def test_fast_sample(family, discrete, base):
+    """Each run of the seeded sample: |z| <= 5 when unwarned, no crash."""
+    _assert_calibrated_runs(_fast_scores(family, discrete, base))
+
+
+def test_fast_coverage():
+    """Coverage of the nominal 95 % interval over the fast sample's unwarned runs is not
+    significantly below 93 % (few runs: this catches gross errors; the slow suite has the
+    power)."""
+    scores = [s for family, discrete, base in FAST_RUNS
+              if known_failure(_fast_generated(family), discrete, base, "jax") is None
+              for s in _fast_scores(family, discrete, base)]
+    random = [s for s in scores if s.scored and not s.exact]
+    covered = sum(abs(s.z) < 1.959964 for s in random)
+    assert len(random) >= 0.5 * len(scores)  # the warnings must not hide the sample
+    assert stats.binom.cdf(covered, len(random), MIN_COVERAGE) > ALPHA, (covered, len(random))
+
+
+def test_refusal_before_compile():
+    """``discrete="sum"`` on a latent Poisson count (unbounded support) refuses with an
+    AnnealingError that names the variable, and no annealing loop runs."""
+    case = generate(FAST_SEED, "latent_count")
+    (score,) = run_case(case, [("sum", "prior")], seeds=(0,), datasets=[0], **FAST_OPTIONS)
+    assert score.refused, score.describe()
+    import pymc_anneal as pa
+    from pymc_anneal.exceptions import AnnealingError
+
+    with pytest.raises(AnnealingError, match="'k'"):
+        pa.sample_ais(model=case.build(), discrete="sum", draws=20, chains=1, num_steps=5,
+                      progressbar=False)
+
+
+def _replay_params():
+    return [pytest.param(e["name"], id=e["name"], marks=_marks(e.get("xfail"))
+                         + ([pytest.mark.slow] if e.get("slow") else []))
+            for e in _replay_entries()]
+
+
+@pytest.mark.parametrize("name", _replay_params())
+def test_replay(name):
+    """The generated models that once failed, replayed on their route, every dataset."""
+    entry = next(e for e in _replay_entries() if e["name"] == name)
+    case, model = _replay_case(name)
+    scores = run_case(case, [(entry["discrete"], entry["base"])], backend=entry["backend"],
+                      seeds=FAST_SEEDS, model=model, **FAST_OPTIONS)
+    _assert_calibrated_runs(scores)
+
+
+def test_replay_file_is_well_formed():
+    entries = _replay_entries()
+    assert len({e["name"] for e in entries}) == len(entries)
+    for e in entries:
+        assert {"name", "spec", "discrete", "base", "backend", "found", "failure",
+                "slow"} <= e.keys()
+        case = case_from_spec(e["spec"])
+        assert np.all(np.isfinite(case.log_z))
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="issue 23 items 1.1, 1.2, 1.3 and the annealed "
+                   "Categorical index (found by this suite), fixed on other branches")
+def test_slow_calibration():
+    """The calibration of the user guide: >= 300 unwarned model-runs with a positive SE,
+    z ~ N(0, 1) by KS, coverage >= 93 %, no |z| > 5, exact sums exact, no crash."""
+    scores = run_plan(slow_plan())
+    figures = summarize(scores)
+    assert figures["errors"] == 0, "\n".join(s.describe() for s in scores if s.error)
+    assert figures["exact_sums_wrong"] == 0
+    assert figures["scored"] >= 300, figures
+    _assert_calibrated_runs(scores)
+    covered = round(figures["coverage_95"] * figures["scored"])
+    assert stats.binom.cdf(covered, figures["scored"], MIN_COVERAGE) > ALPHA, figures
+    assert figures["ks_pvalue"] > ALPHA, figures
