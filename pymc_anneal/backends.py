@@ -191,6 +191,8 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
     # JAX drops PyTensor's run-time assertions (broadcast checks) when it traces, with a
     # warning each; they are removed here instead (XLA checks shapes itself at trace time)
     mode = get_mode(BACKENDS["jax"]).including("local_remove_all_assert")
+    # after every other rewrite (the switches appear as late as "specialize"), before the
+    # JAX-specific ones (position 100) that turn shape arguments into static tuples
     mode = mode.register((_shapes_are_not_negative(), 99))
     step = pytensor.function([pytensor.In(i, borrow=True) for i in inputs],
                              [pytensor.Out(o, borrow=True) for o in step_outputs],
@@ -256,7 +258,9 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
 
 def _shapes_are_not_negative():
     """A rewrite that replaces ``eq(s, c)`` by False where ``s`` is computed from shapes and
-    non-negative constants by sums and products and ``c`` is a negative constant.
+    non-negative constants by sums and products and ``c`` is a negative constant, and a
+    scalar ``switch`` on a constant condition by its branch (it runs after PyTensor's own
+    rewrites, which would otherwise do that).
 
     ``Reshape`` infers its output shape as ``switch(eq(s, -1), size // ..., s)`` for each
     requested length ``s`` that is not a constant (a -1 would mean "the rest"). PyTensor
@@ -270,12 +274,13 @@ def _shapes_are_not_negative():
     from pytensor.graph.rewriting.basic import in2out, node_rewriter
     from pytensor.tensor.basic import get_underlying_scalar_constant_value
     from pytensor.tensor.elemwise import Elemwise
+    from pytensor.tensor.exceptions import NotScalarConstantError
     from pytensor.tensor.shape import Shape_i
 
     def constant(v):
         try:
             return get_underlying_scalar_constant_value(v, only_process_constants=True)
-        except Exception:
+        except NotScalarConstantError:
             return None
 
     def not_negative(v, depth=0):
