@@ -191,6 +191,9 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
     # JAX drops PyTensor's run-time assertions (broadcast checks) when it traces, with a
     # warning each; they are removed here instead (XLA checks shapes itself at trace time)
     mode = get_mode(BACKENDS["jax"]).including("local_remove_all_assert")
+    # after every other rewrite (the switches appear as late as "specialize"), before the
+    # JAX-specific ones (position 100) that turn shape arguments into static tuples
+    mode = mode.register((_shapes_are_not_negative(), 99))
     step = pytensor.function([pytensor.In(i, borrow=True) for i in inputs],
                              [pytensor.Out(o, borrow=True) for o in step_outputs],
                              mode=mode, on_unused_input="ignore")
@@ -251,6 +254,64 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
 
     call.precompile = precompile
     return call
+
+
+def _shapes_are_not_negative():
+    """A rewrite that replaces ``eq(s, c)`` by False where ``s`` is computed from shapes and
+    non-negative constants by sums and products and ``c`` is a negative constant, and a
+    scalar ``switch`` on a constant condition by its branch (it runs after PyTensor's own
+    rewrites, which would otherwise do that).
+
+    ``Reshape`` infers its output shape as ``switch(eq(s, -1), size // ..., s)`` for each
+    requested length ``s`` that is not a constant (a -1 would mean "the rest"). PyTensor
+    removes the switch when ``s`` is a shape itself, but not when it is a product of one,
+    such as the ``k * n`` rows of ``n`` particles repeated ``k`` times. On JAX the switch is
+    then computed as a traced array, and any ``alloc`` or ``reshape`` that takes it as a
+    length fails at trace time ("Shapes must be 1D sequences of concrete values"), whereas
+    sums and products of shapes stay Python integers there.
+    """
+    import pytensor.scalar as ps
+    from pytensor.graph.rewriting.basic import in2out, node_rewriter
+    from pytensor.tensor.basic import get_underlying_scalar_constant_value
+    from pytensor.tensor.elemwise import Elemwise
+    from pytensor.tensor.exceptions import NotScalarConstantError
+    from pytensor.tensor.shape import Shape_i
+
+    def constant(v):
+        try:
+            return get_underlying_scalar_constant_value(v, only_process_constants=True)
+        except NotScalarConstantError:
+            return None
+
+    def not_negative(v, depth=0):
+        if constant(v) is not None:
+            return constant(v) >= 0
+        node = v.owner
+        if node is None or depth > 8:
+            return False
+        if isinstance(node.op, Shape_i):
+            return True
+        return (isinstance(node.op, Elemwise)
+                and isinstance(node.op.scalar_op, ps.Add | ps.Mul | ps.IntDiv | ps.Cast)
+                and all(not_negative(i, depth + 1) for i in node.inputs))
+
+    @node_rewriter([Elemwise])
+    def never_equal(fgraph, node):
+        out = node.outputs[0]
+        if out.ndim:
+            return None
+        if isinstance(node.op.scalar_op, ps.EQ):
+            for a, b in (node.inputs, node.inputs[::-1]):
+                c = constant(b)
+                if c is not None and c < 0 and not_negative(a):
+                    return [pytensor.tensor.constant(np.array(False))]
+        if isinstance(node.op.scalar_op, ps.Switch) and constant(node.inputs[0]) is not None:
+            chosen = node.inputs[1] if constant(node.inputs[0]) else node.inputs[2]
+            if chosen.type == out.type:
+                return [chosen]
+        return None
+
+    return in2out(never_equal, name="shapes_are_not_negative")
 
 
 def _rbg_key(key):

@@ -96,8 +96,14 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         with ``discrete_moves`` = 0 the current value is kept."""
         values = np.arange(support[0], support[1] + 1, dtype="float64")
         k = len(values)
-        stacked = pt.set_subtensor(pt.tile(position, (k, 1))[:, j],
-                                   pt.repeat(pt.as_tensor(values), n))
+        # the k copies of the particles, one per value, stacked value-major; by concatenation,
+        # whose number of rows is a sum of the particles' count: ``pt.tile`` reshapes to k * n
+        # rows, and PyTensor cannot prove that product different from a reshape's -1, so the
+        # shape it infers is a switch, which JAX computes as a traced array and then refuses
+        # as a static shape (a crash where the log density broadcasts a parameter computed
+        # from the particles, such as a Binomial's p = sigmoid(x))
+        stacked = pt.concatenate([pt.set_subtensor(position[:, j], np.asarray(v, position.dtype))
+                                   for v in values], axis=0)
         point = path.evaluate(stacked, gradients=False, params=path_params)
         base_kn, ratio_kn = point.log_base.reshape((k, n)), point.log_ratio.reshape((k, n))
         logits = _tempered(base_kn, ratio_kn, beta)
@@ -110,8 +116,9 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         current = pt.cast(pt.clip(position[:, j] - support[0], 0, k - 1), "int64")
         log_norm = pt.logsumexp(logits, axis=0)
         stay = pt.exp(logits[current, columns] - log_norm)
-        leave = pt.switch(pt.isfinite(log_norm), 1.0 - stay, 0.0) * pt.gt(
-            params["discrete_moves"], 0)
+        # a switch, not a product with the boolean: PyTensor's GEMM rewrite (C backend)
+        # fails on a boolean factor ("bool input not supported") and logs the traceback
+        leave = pt.switch(pt.isfinite(log_norm) & moved, 1.0 - stay, 0.0)
         new_value = pt.switch(moved, pt.as_tensor(values)[choice], position[:, j])
         position = pt.set_subtensor(position[:, j], new_value)
         log_base = pt.switch(moved, base_kn[choice, columns], log_base)
