@@ -177,7 +177,10 @@ class Path(_Contract):
             log_base, log_ratio = self.build_log_densities(position)
         if not gradients:
             return PathPoint(log_base, log_ratio, None, None)
-        grad_base, grad_ratio = pt.grad(log_base.sum(), position), pt.grad(log_ratio.sum(), position)
+        # a density that reads the position only through integers (annealed discrete
+        # coordinates cast to int) has no gradient there: zero, as for any constant
+        grad_base, grad_ratio = (pt.grad(g.sum(), position, disconnected_inputs="ignore")
+                                 for g in (log_base, log_ratio))
         return PathPoint(log_base, log_ratio, grad_base, grad_ratio)
 
 

@@ -30,7 +30,7 @@ from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.fg import FunctionGraph
-from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
@@ -335,6 +335,10 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     graphs = [*prior_terms, *like_terms, *value_graphs, *(g for gs in param_graphs for g in gs)]
     if state:
         graphs, flat = join_nonshared_inputs(initial_point, graphs, state)
+        if flat.dtype != "float64":  # only integers on the path: positions are float64
+            position = pt.vector("flat", dtype="float64")
+            graphs = graph_replace(graphs, {flat: position.astype(flat.dtype)}, strict=False)
+            flat = position
     else:
         flat = pt.vector("flat", dtype="float64")
     graphs = _checks_to_ninf(graphs)

@@ -15,8 +15,8 @@ compiles slowly) of the sample and the replay run in the slow part. Slow part: t
 :func:`tests.calibration.runner.slow_plan` (JAX on every route, Numba and C on one case),
 which ``benchmarks/calibration_report.py`` runs too and prints for the user guide.
 
-Known failures on this branch are marked ``xfail(strict=False)`` with the issue item that
-fixes them: remove the marks when the fixes are merged.
+A known failure would be marked ``xfail(strict=False)`` by :func:`known_failure`, with its
+issue; there are none today.
 """
 
 from __future__ import annotations
@@ -55,21 +55,10 @@ ISSUE = "issue 23 item {}, fixed on another branch"
 
 
 def known_failure(case, discrete: str, base: str, backend: str) -> str | None:
-    """The reason a (case, route, backend) fails on this branch, or None."""
-    f = case.features
-    if "labels:coupled" in f and case.family == "coupled_labels" and discrete != "anneal":
-        return ISSUE.format("1.1")
-    if "all_discrete" in f and discrete == "anneal":
-        return ("found by the calibration suite 2026-11-25: an annealed Categorical used as an "
-                "index fails (TypeError), not yet fixed")
-    if "discrete_depends_on_continuous" in f and discrete == "anneal" and backend == "jax" \
-            and case.family == "binomial_sigmoid":
-        return ISSUE.format("1.3")
-    # a support changed by set_data is stale on every route (the annealed route's Gibbs
-    # support too: Numba, 2026-11-25, z = +25 and -400)
-    if "set_data" in f and (("all_discrete" in f and discrete != "anneal")
-                            or "support_changes" in f):
-        return ISSUE.format("1.2")
+    """The reason a (case, route, backend) is known to fail, or None. Empty: the failures
+    this suite found (issue 23 items 1.1, 1.2, 1.3 and an annealed Categorical used as an
+    index) are fixed, and replayed from ``tests/data/calibration_failures.json``. A new
+    known failure gets a line here with its issue, and a replay entry."""
     return None
 
 
@@ -190,8 +179,6 @@ def test_replay_file_is_well_formed():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 23 items 1.1, 1.2, 1.3 and the annealed "
-                   "Categorical index (found by this suite), fixed on other branches")
 def test_slow_calibration():
     """The calibration of the user guide: >= 300 unwarned model-runs with a positive SE,
     z ~ N(0, 1) by KS, coverage >= 93 %, no |z| > 5, exact sums exact, no crash."""
