@@ -8,6 +8,8 @@ Statistical tolerances are the estimators' own standard errors (3 SE) plus the i
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -19,7 +21,7 @@ from scipy.special import logsumexp
 import pymc_anneal as pa
 from pymc_anneal.energy import BernoulliRBM, FunctionEnergy, GaussianRBM
 from pymc_anneal.energy.annealing import grbm_path, rbm_path
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from tests.energy.models import all_states, tiny_grbm, tiny_rbm
 
 SEED = 20261122
@@ -378,9 +380,15 @@ def test_ais_cov_has_the_largest_ess_on_strongly_correlated_grbms(seed, num_step
     assert np.linalg.slogdet(cov / np.outer(sd, sd))[1] < -1.0  # the premise: strong correlations
     results = {}
     for base in ["ais", "ais_mean", "ais_cov"]:
-        idata = pa.ais(grbm, base=base, moments=(mean, cov), schedule="kiwaki_aihara",
-                       num_steps=num_steps, draws=250, chains=8, progressbar=False,
-                       random_seed=seed)
+        # the diagonal bases' weights may be heavy-tailed at K = 30 (Pareto k-hat 0.58-0.67
+        # on seed 4 against 0.09 for AIS_COV): that warning is part of the comparison
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", AnnealingWarning)
+            idata = pa.ais(grbm, base=base, moments=(mean, cov), schedule="kiwaki_aihara",
+                           num_steps=num_steps, draws=250, chains=8, progressbar=False,
+                           random_seed=seed)
+        if base == "ais_cov":
+            assert not caught, [str(w.message) for w in caught]
         results[base] = check_against_exact(idata, grbm.exact_log_z())
     ess = {k: v.ess for k, v in results.items()}
     se = {k: v.standard_error for k, v in results.items()}
