@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import time
 import warnings
+import weakref
 
 import numpy as np
 import pymc as pm
@@ -316,6 +317,10 @@ def sample_ais(
                               "annealed_discrete": annealed or None})
 
 
+_NAN_CHECKS: dict = {}
+"""Compiled log densities of :func:`nan_log_density`, by path, dropped with their path."""
+
+
 def nan_log_density(path, positions, log_weights) -> np.ndarray:
     """Which particles sit where ``path``'s log density is NaN: bool, ``log_weights``' shape.
 
@@ -343,9 +348,13 @@ def nan_log_density(path, positions, log_weights) -> np.ndarray:
     dead = ~np.isfinite(log_w)
     if not dead.any() or "evaluate" not in getattr(path, "capabilities", ()):
         return nan
-    x = pt.matrix("x", dtype=path.dtype)
-    point = path.evaluate(x, gradients=False)
-    log_base, log_ratio = compile_one_off([x], [point.log_base, point.log_ratio])(
+    fn = _NAN_CHECKS.get(id(path))
+    if fn is None:  # compiled once per path (a repeated call on a model reuses it)
+        x = pt.matrix("x", dtype=path.dtype)
+        point = path.evaluate(x, gradients=False)
+        fn = _NAN_CHECKS[id(path)] = compile_one_off([x], [point.log_base, point.log_ratio])
+        weakref.finalize(path, _NAN_CHECKS.pop, id(path), None)
+    log_base, log_ratio = fn(
         np.asarray(positions, dtype=path.dtype).reshape(-1, path.num_dims)[dead.ravel()])
     nan[dead] = np.isnan(log_base) | np.isnan(log_ratio)
     return nan
