@@ -57,22 +57,12 @@ SLOW_EXTRA_RUNS = [
 ]
 
 
-FUNNEL_GAUSSIAN_BASE = (
-    "found by the slow calibration, 2026-11-25, open: a funnel (tau ~ HalfNormal, centered "
-    "theta) with base='gaussian' at 200 temperatures is mostly warned (k-hat 0.6-1.1), but "
-    "one of 18 runs raised no warning at z = -7.6 (-0.18 nat, SE 0.024; case funnel-5105, "
-    "dataset 0, seed 1): the fitted Gaussian misses the funnel's neck and the weights' "
-    "tail does not show in 400 particles. Use the prior base for funnels (the default).")
-
-
 def known_failure(case, discrete: str, base: str, backend: str) -> str | None:
     """The reason a (case, route, backend) is known to fail, or None (``case``: a case or a
     score, anything with a ``family``). The failures this suite found first (issue 23 items
     1.1, 1.2, 1.3 and an annealed Categorical used as an index) are fixed and replayed from
     ``tests/data/calibration_failures.json``. A known failure gets a line here with its
     reason: its runs are reported by ``benchmarks/calibration_report.py``, not scored."""
-    if case.family == "funnel" and base == "gaussian":
-        return FUNNEL_GAUSSIAN_BASE
     return None
 
 
@@ -174,11 +164,13 @@ def _replay_params():
 
 @pytest.mark.parametrize("name", _replay_params())
 def test_replay(name):
-    """The generated models that once failed, replayed on their route, every dataset."""
+    """The generated models that once failed, replayed on their route, every dataset (with
+    the fast options and seeds, or the entry's ``seeds`` and ``options``)."""
     entry = next(e for e in _replay_entries() if e["name"] == name)
     case, model = _replay_case(name)
     scores = run_case(case, [(entry["discrete"], entry["base"])], backend=entry["backend"],
-                      seeds=FAST_SEEDS, model=model, **FAST_OPTIONS)
+                      seeds=tuple(entry.get("seeds", FAST_SEEDS)), model=model,
+                      **{**FAST_OPTIONS, **entry.get("options", {})})
     _assert_calibrated_runs(scores)
 
 

@@ -561,7 +561,8 @@ def test_gaussian_base_draws_the_discrete_variables_from_their_prior_given_the_r
     mp = model_path(model)
     d_lam = [sl.start for name, sl, _ in mp.value_slices if name.startswith("lam")][0]
     d_n = [sl.start for name, sl, _ in mp.value_slices if name == "N"][0]
-    path = gaussian_base_path(mp.path, np.array([np.log(4.0)]), np.array([[0.25]]))
+    path = gaussian_base_path(mp.path, np.array([np.log(4.0)]), np.array([[0.25]]),
+                              defensive=0.0)  # the Gaussian share alone
     z = path.sample_base(np.random.default_rng(5), 40_000)
     lam_values = np.exp(np.log(4.0) + 0.5 * z[:, d_lam])
     counts = z[:, d_n]

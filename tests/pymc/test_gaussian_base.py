@@ -82,12 +82,14 @@ def test_fit_gaussian_weights_act_as_repetitions():
         fit_gaussian(x, log_weights=np.full(30, -np.inf))
 
 
-def test_gaussian_base_path_one_step_is_importance_sampling_from_q(normal_mean):
-    """num_steps=1 from q = N(m, s^2): log w = log p(y, mu) - log q(mu), in NumPy."""
+@pytest.mark.parametrize("defensive", [0.0, 0.1, 0.5])
+def test_gaussian_base_path_one_step_is_importance_sampling_from_q(normal_mean, defensive):
+    """num_steps=1 from q = (1 - a) N(m, s^2) + a prior: log w = log p(y, mu) - log q(mu), in
+    NumPy (a = ``defensive``; 0 is the pure Gaussian)."""
     target, model = normal_mean
     mp = model_path(model)
     m, s = 0.8, 0.5
-    path = gaussian_base_path(mp.path, np.array([m]), np.array([[s**2]]))
+    path = gaussian_base_path(mp.path, np.array([m]), np.array([[s**2]]), defensive=defensive)
     recorded = []
 
     def recording_sample_base(rng, n):
@@ -104,8 +106,32 @@ def test_gaussian_base_path_one_step_is_importance_sampling_from_q(normal_mean):
     log_joint = (stats.norm.logpdf(mu, p["prior_mean"], p["prior_sd"])
                  + stats.norm.logpdf(p["y"][None, None, :], mu[..., None],
                                      p["noise_sd"]).sum(axis=-1))
-    log_q = stats.norm.logpdf(mu, m, s)
+    log_q = np.logaddexp(np.log1p(-defensive) + stats.norm.logpdf(mu, m, s),
+                         (np.log(defensive) if defensive else -np.inf)
+                         + stats.norm.logpdf(mu, p["prior_mean"],
+                                                               p["prior_sd"]))
     np.testing.assert_allclose(result.log_weights, log_joint - log_q, rtol=1e-10, atol=1e-10)
+
+
+def test_gaussian_base_path_draws_the_defensive_mixture(normal_mean):
+    """sample_base draws (1 - a) N(m, s^2) + a prior in whitened coordinates: mapped back,
+    the draws pass a KS test against the mixture's CDF, for several a."""
+    target, model = normal_mean
+    p = target.params
+    m, s = 3.0, 0.2  # far from the prior (mean p["prior_mean"]), so the shares show
+    for a in (0.0, 0.1, 0.5):
+        path = gaussian_base_path(model_path(model).path, np.array([m]), np.array([[s**2]]),
+                                  defensive=a)
+        mu = m + s * path.sample_base(np.random.default_rng(11), 20_000)[:, 0]
+
+        def cdf(x, a=a):
+            return ((1 - a) * stats.norm.cdf(x, m, s)
+                    + a * stats.norm.cdf(x, p["prior_mean"], p["prior_sd"]))
+
+        assert stats.kstest(mu, cdf).pvalue > 1e-3, a
+    with pytest.raises(pa.AnnealingError, match=r"defensive must be in \[0, 1\), got 1"):
+        gaussian_base_path(model_path(model).path, np.array([m]), np.array([[s**2]]),
+                           defensive=1)
 
 
 def test_gaussian_base_path_rejects_bad_moments(normal_mean):
