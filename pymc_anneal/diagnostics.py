@@ -65,7 +65,9 @@ __all__ = [
     "LOW_ESS_FRACTION",
     "MIN_EFFECTIVE_PARTICLES",
     "NUMERICAL_NOISE",
+    "SECOND_OPINION_Z",
     "check_weights",
+    "second_opinion_message",
     "weight_warnings",
 ]
 
@@ -85,6 +87,10 @@ from 20% to 7.5% on Pareto I), and no line makes the runs without a warning cove
 CHAIN_DISAGREEMENT = 3.0
 """The samplers warn when the chains' spread exceeds this many reported standard errors
 (a false alarm has probability 0.3% with 2 chains and about 1e-5 with 4 if the error is right)."""
+SECOND_OPINION_Z = 3.0
+"""A run warns when its estimate is this many combined standard errors below an independent,
+trustworthy estimate of the same log Z (:func:`second_opinion_message`; one-sided, a false
+alarm has probability 0.13% when both errors are right)."""
 
 
 NUMERICAL_NOISE = 1e-9
@@ -141,3 +147,35 @@ def check_weights(log_w: np.ndarray, stacklevel: int = 3,
         ))
     for message in weight_warnings(log_w):
         warnings.warn(message, AnnealingWarning, stacklevel=stacklevel)
+
+
+def second_opinion_message(log_w: np.ndarray, reference_log_w: np.ndarray, *, what: str,
+                           reference: str, fix: str) -> str | None:
+    """A warning's message when the estimate from ``log_w`` is more than
+    :data:`SECOND_OPINION_Z` combined standard errors *below* the independent estimate from
+    ``reference_log_w`` (both forward AIS weights of the same log Z), else None.
+
+    AIS that misses part of the target (a mode, a funnel's neck, a tail that no particle
+    reached) is low, and its own weights cannot show it: the particles that would reveal
+    the missing mass were never drawn. A second run along another path that does reach it
+    can. The test is one-sided (a low estimate is the failure AIS has), and it is made
+    only when the reference itself raises none of :func:`weight_warnings`, so that its
+    standard error can be trusted. ``what`` and ``reference`` name the two estimates in the
+    message, ``fix`` says what to do.
+    """
+    log_w = np.asarray(log_w, dtype=np.float64)
+    reference_log_w = np.asarray(reference_log_w, dtype=np.float64)
+    if not np.any(np.isfinite(reference_log_w)) or weight_warnings(reference_log_w):
+        return None
+    ours, theirs = estimate_log_z(log_w.ravel()), estimate_log_z(reference_log_w.ravel())
+    se = float(np.hypot(ours.standard_error, theirs.standard_error))
+    if not (np.isfinite(ours.log_z) and se > NUMERICAL_NOISE):
+        return None
+    z = (ours.log_z - theirs.log_z) / se
+    if z >= -SECOND_OPINION_Z:
+        return None
+    return (f"{what} gives log Z = {ours.log_z:.3f} +/- {ours.standard_error:.2g}, "
+            f"{theirs.log_z - ours.log_z:.3g} nat ({-z:.1f} combined standard errors) below "
+            f"{reference} ({theirs.log_z:.3f} +/- {theirs.standard_error:.2g}): the run "
+            f"missed part of the target that the other reached, so its log Z (the log "
+            f"evidence) is likely too low and its standard error too small. {fix}")

@@ -14,7 +14,7 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from pymc_anneal.backends import compile_one_off
-from pymc_anneal.diagnostics import check_weights
+from pymc_anneal.diagnostics import check_weights, second_opinion_message
 from pymc_anneal.driver import AnnealingRun, TuningOptions, run_annealing
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
@@ -295,6 +295,13 @@ def sample_ais(
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            **{**run, "tuning": main_tuning})
     check_run_weights(path, result)
+    if base == "gaussian":  # the fitting run from the prior is a second, independent estimate
+        message = second_opinion_message(
+            result.log_weights, fit.log_weights, what="the run from the Gaussian base",
+            reference=f"the run from the prior that fitted it ({fit_steps} temperatures)",
+            fix='Use base="prior" for this model (the default), or raise num_steps.')
+        if message:
+            warnings.warn(message, AnnealingWarning, stacklevel=2)
     for name, sl, _ in mp.value_slices:  # integer coordinates' acceptance, per variable
         rates = [result.step_stats.pop(f"{STATISTIC_PREFIX}{j}", None)
                  for j in range(sl.start, sl.stop)]
