@@ -57,6 +57,12 @@ def convergence_runs(model):
     return runs
 
 
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _save(fig, tmp_path, name):
     """Render to PNG and SVG; return the PNG's path."""
     png, svg = tmp_path / f"{name}.png", tmp_path / f"{name}.svg"
@@ -267,3 +273,102 @@ def test_plots_draw_on_given_axes(idata):
     _, (left, right) = plt.subplots(1, 2)
     assert pa.plots.plot_log_weights(idata, ax=right) is right
     assert len(left.get_lines()) == 0 and len(right.get_lines()) == 4  # 3 chains, log Z
+
+
+# --------------------------------------------------------------------------- arviz-plots backends
+
+BACKENDS = [pytest.param(name, marks=pytest.mark.skipif(
+    name != "matplotlib" and not _installed(name), reason=f"{name} is not installed"))
+    for name in ("matplotlib", "bokeh", "plotly")]
+
+
+def _fake_sandwich() -> xr.DataTree:
+    """The sample_stats of pymc_anneal.sandwich at two numbers of temperatures."""
+    return xr.DataTree.from_dict({"sample_stats": xr.Dataset({
+        "num_steps": ("k", [10, 1000]), "ais": ("k", [-5.0, -5.1]), "ais_se": ("k", [0.1, 0.02]),
+        "raise": ("k", [-5.6, -5.15]), "raise_se": ("k", [0.1, 0.02])})})
+
+
+def _write(collection, tmp_path, name: str) -> None:
+    """Save a PlotCollection the way its backend saves without a browser: PNG for
+    matplotlib, a standalone HTML page for bokeh and plotly."""
+    path = tmp_path / (f"{name}.png" if collection.backend == "matplotlib" else f"{name}.html")
+    collection.savefig(path)
+    assert path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_plot_draws_with_each_backend(idata, convergence_runs, backend, tmp_path):
+    from arviz_plots import PlotCollection
+
+    table = pa.compare({"a": pa.EvidenceEstimate(-52.1, 0.05, 0.04, 900.0, 1000),
+                        "b": pa.EvidenceEstimate(-48.0, 0.30, 0.10, 20.0, 1000)})
+    plots = {
+        "log_weights": (pa.plots.plot_log_weights(idata, backend=backend), 1),
+        "annealing": (pa.plots.plot_annealing(idata, backend=backend), 3),
+        "running_log_z": (pa.plots.plot_running_log_z(idata, xscale="log", backend=backend), 2),
+        "convergence": (pa.plots.plot_convergence(convergence_runs[:2], backend=backend,
+                                                  reference=TARGET.log_evidence), 1),
+        "compare": (pa.plots.plot_compare(table, backend=backend), 1),
+        "sandwich": (pa.plots.plot_sandwich(_fake_sandwich(), reference=-5.12,
+                                            backend=backend), 1),
+    }
+    for name, (collection, num_plots) in plots.items():
+        assert isinstance(collection, PlotCollection) and collection.backend == backend
+        assert collection.viz["plot"].size == num_plots
+        _write(collection, tmp_path, name)
+
+
+def test_plots_draw_the_same_data_on_each_backend(idata):
+    """The chain lines of plot_running_log_z hold the same values on the three backends."""
+    log_z = idata["annealing_stats"]["log_marginal_likelihood"].values
+    lines = {"matplotlib": lambda plot: [line.get_ydata() for line in plot.get_lines()],
+             "bokeh": lambda plot: [r.data_source.data["y"] for r in plot.renderers
+                                    if "y" in r.data_source.data],
+             # plotly keeps all traces on the figure; the top plot's are on the axis "y"
+             "plotly": lambda plot: [trace.y for trace in plot.figure.data
+                                     if trace.yaxis in (None, "y")]}
+    for backend, read in lines.items():
+        if backend != "matplotlib" and not _installed(backend):
+            continue
+        top = pa.plots.plot_running_log_z(idata, backend=backend).viz["plot"].values[0]
+        drawn = read(top)
+        for c in range(log_z.shape[0]):
+            np.testing.assert_allclose(np.asarray(drawn[c], dtype=float), log_z[c])
+
+
+def test_foreign_axes_need_the_matplotlib_backend(idata):
+    _, ax = plt.subplots()
+    with pytest.raises(pa.AnnealingError, match=r"draws on the matplotlib Axes it is given, "
+                                                r"but got backend='bokeh'"):
+        pa.plots.plot_log_weights(idata, ax=ax, backend="bokeh")
+    with pytest.raises(pa.AnnealingError, match=r"backend must be one of \['matplotlib', "
+                                                r"'bokeh', 'plotly'\]"):
+        pa.plots.plot_annealing(idata, backend="seaborn")
+
+
+# --------------------------------------------------------------------------- ArviZ's own plots
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arviz_posterior_plots_read_the_result(idata, backend, tmp_path):
+    """The posterior group is an ordinary ArviZ posterior: its plots draw it."""
+    import arviz as az
+
+    for name, plot in {"dist": az.plot_dist, "forest": az.plot_forest,
+                       "trace_dist": az.plot_trace_dist, "rank": az.plot_rank}.items():
+        _write(plot(idata, backend=backend), tmp_path, name)
+
+
+def test_arviz_loo_plots_read_the_result(model, idata, tmp_path):
+    """With the log_likelihood group, LOO and its plots work on the posterior draws."""
+    import arviz as az
+
+    from pymc_anneal.pymc.arviz_groups import add_arviz_groups
+
+    extended = add_arviz_groups(idata, model, log_likelihood=True)
+    loo = az.loo(extended, pointwise=True)
+    assert loo.pareto_k.shape == (TARGET.params["y"].size,)
+    _write(az.plot_khat(loo, backend="matplotlib"), tmp_path, "khat")
+    table = az.compare({"a": extended, "b": extended})
+    _write(az.plot_compare(table, backend="matplotlib"), tmp_path, "loo_compare")
