@@ -11,14 +11,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import xarray as xr  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import xarray as xr
 
-import pymc_anneal as pa  # noqa: E402
-from pymc_anneal.diagnostics import LOW_ESS_FRACTION  # noqa: E402
-from tests import analytic  # noqa: E402
+import pymc_anneal as pa
+from pymc_anneal.diagnostics import LOW_ESS_FRACTION
+from tests import analytic
 
 SEED = 4
 TARGET = analytic.normal_mean()

@@ -18,7 +18,7 @@ SEED = 24
 X = np.linspace(-1.0, 1.0, 8)
 SLOPE, NOISE_SD = 0.7, 0.5
 Y = np.array([-1.1, -0.4, -0.6, 0.2, 0.1, 0.9, 0.5, 1.3])
-SETTINGS = dict(draws=300, chains=2, num_steps=50, backend="jax", progressbar=False)
+SETTINGS = {"draws": 300, "chains": 2, "num_steps": 50, "backend": "jax", "progressbar": False}
 
 
 def _model(prior_mean: float, prior_sd: float) -> pm.Model:
