@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 __all__ = [
-    "BACKENDS",
     "plot_annealing",
     "plot_compare",
     "plot_convergence",
