@@ -1,5 +1,7 @@
 """Diagnostic plots: each is rendered headless (Agg) to PNG and SVG, without warnings, and
-its content is checked against the data it shows (titles, labels, lines, values)."""
+its content is checked against the data it shows (titles, labels, lines, values); then every
+plot is drawn with each arviz-plots backend (matplotlib, bokeh, plotly) and saved, and ArviZ's
+own posterior plots read a sample_ais result."""
 
 from __future__ import annotations
 
@@ -9,14 +11,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import xarray as xr  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import xarray as xr
 
-import pymc_anneal as pa  # noqa: E402
-from pymc_anneal.diagnostics import LOW_ESS_FRACTION  # noqa: E402
-from tests import analytic  # noqa: E402
+import pymc_anneal as pa
+from pymc_anneal.diagnostics import LOW_ESS_FRACTION
+from tests import analytic
 
 SEED = 4
 TARGET = analytic.normal_mean()
@@ -55,6 +57,12 @@ def convergence_runs(model):
     return runs
 
 
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _save(fig, tmp_path, name):
     """Render to PNG and SVG; return the PNG's path."""
     png, svg = tmp_path / f"{name}.png", tmp_path / f"{name}.svg"
@@ -88,18 +96,14 @@ def test_plot_log_weights(idata, tmp_path):
                               f"({100 * est.ess / log_w.size:.2g}%)")
     assert ax.get_xlabel() == "log importance weight" and ax.get_ylabel() == "particles"
     # one step histogram per chain, holding all of its particles
-    assert len(ax.patches) == log_w.shape[0]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[:3] == ["chain 0", "chain 1", "chain 2"]
-    assert labels[3] == rf"$\log\hat Z$ = {est.log_evidence:.3f} ± {est.standard_error:.3f}"
-    vline = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
-    assert len(vline) == 1 and vline[0].get_xdata()[0] == pytest.approx(est.log_evidence)
+    steps = [line for line in ax.get_lines() if line.get_label().startswith("chain")]
+    assert len(steps) == log_w.shape[0]
     edges = np.histogram_bin_edges(log_w, bins="auto")
-    for c, patch in enumerate(ax.patches):
+    for c, line in enumerate(steps):
         counts, _ = np.histogram(log_w[c], bins=edges)
-        # a step outline visits each bin's height twice
-        heights = patch.get_xy()[1:-1:2, 1][: counts.size]
-        np.testing.assert_array_equal(heights, counts)
+        # the outline starts and ends at 0, and steps through each bin's height
+        np.testing.assert_array_equal(line.get_ydata()[1:-1], counts)
+        np.testing.assert_array_equal(line.get_xdata()[1:], edges)
         assert counts.sum() == log_w.shape[1]
 
 
@@ -110,13 +114,13 @@ def test_plot_log_weights_pools_many_chains_and_leaves_out_negligible_weights(tm
     log_w[1, :2] = -1e10  # stranded particles, as seen on hard models
     ax = pa.plots.plot_log_weights(_fake_idata(log_w), bins=10)
     _save(ax.figure, tmp_path, "log_weights_pooled")
-    assert len(ax.patches) == 1
+    steps = [line for line in ax.get_lines() if line.get_label().endswith("chains")]
+    assert len(steps) == 1
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[0] == "12 chains"
     assert labels[-1] == ("5 particles with negligible weight\n(below e^-50 of the largest) "
                           "not shown")
-    heights = ax.patches[0].get_xy()[1:-1:2, 1][:10]
-    assert heights.sum() == log_w.size - 5
+    assert steps[0].get_ydata().sum() == log_w.size - 5
     assert ax.get_xlim()[0] > log_w.max() - 50  # the stranded particles do not set the range
 
 
@@ -179,13 +183,20 @@ def test_plot_convergence(convergence_runs, tmp_path):
     assert ax.get_xlabel() == "number of temperatures (num_steps)"
     assert ax.get_xscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == [str(k) for k in CONVERGENCE_STEPS]
-    errorbar = ax.containers[0]
-    x, y = errorbar.lines[0].get_data()
+    pooled = [c for c in ax.collections if c.get_label().startswith("pooled runs")]
+    x, y = pooled[0].get_offsets().T
     assert len(x) == 2 * len(CONVERGENCE_STEPS)
     # runs with the same K sit side by side, within 5% of K
     np.testing.assert_allclose(x, np.repeat(CONVERGENCE_STEPS, 2), rtol=0.05)
     assert len(set(np.round(x, 6))) == len(x)
     np.testing.assert_allclose(y, [pa.log_evidence(r).log_evidence for r in convergence_runs])
+    # each point has a vertical bar of +-1.96 times its error
+    for xi, yi, run in zip(x, y, convergence_runs):
+        bars = [line.get_ydata() for line in ax.get_lines()
+                if np.allclose(line.get_xdata(), xi) and len(line.get_xdata()) == 2]
+        est = pa.log_evidence(run)
+        half = 1.959964 * max(est.standard_error, est.chain_sd)
+        np.testing.assert_allclose(bars[0], [yi - half, yi + half], rtol=1e-6)
     reference = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
     assert reference[0].get_ydata()[0] == pytest.approx(TARGET.log_evidence)
     # the science the plot is for: the longest runs are within their error of the truth
@@ -203,27 +214,26 @@ def test_plot_compare(tmp_path):
     })
     ax = pa.plots.plot_compare(table)
     _save(ax.figure, tmp_path, "compare")
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["quadratic", "cubic", "linear"]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert [label.split("\n")[0] for label in labels] == ["quadratic", "cubic", "linear"]
+    np.testing.assert_allclose(ax.get_yticks(), [2, 1, 0])
     assert ax.get_title() == "Model comparison by evidence"
     assert ax.get_xlabel() == r"log evidence $\log p(y \mid M)$ (95% interval)"
-    reliable, flagged = ax.containers
-    x, y = reliable.lines[0].get_data()
-    np.testing.assert_allclose(x, [-47.3, -52.1])
-    np.testing.assert_allclose(y, [2, 0])
-    assert flagged.lines[0].get_markerfacecolor() == "white"
-    np.testing.assert_allclose(flagged.lines[0].get_data()[0], [-48.0])
+    reliable, flagged = ax.collections
+    np.testing.assert_allclose(reliable.get_offsets(), [[-47.3, 2], [-52.1, 0]])
+    np.testing.assert_allclose(flagged.get_facecolor()[0], [1, 1, 1, 1])  # open marker
+    np.testing.assert_allclose(flagged.get_offsets(), [[-48.0, 1]])
     # error bars: +-1.96 se (se = the larger of the two error estimates)
-    segments = reliable.lines[2][0].get_segments()
-    np.testing.assert_allclose([s[1, 0] - s[0, 0] for s in segments],
-                               [2 * 1.959964 * 0.04, 2 * 1.959964 * 0.05], rtol=1e-5)
-    right = ax.figure.axes[-1]  # the twin axis that carries the probabilities
-    texts = [t.get_text() for t in right.get_yticklabels()]
-    np.testing.assert_allclose(right.get_yticks(), [2, 1, 0])
-    assert texts[0] == (f"P = {table.loc['quadratic', 'probability']:.3g} "
-                        f"[{table.loc['quadratic', 'probability_low']:.3g}, "
-                        f"{table.loc['quadratic', 'probability_high']:.3g}]")
-    assert "BF" not in texts[0]
-    assert f"BF(best : this) = {table.loc['linear', 'bayes_factor']:.3g}" in texts[2]
+    bars = {line.get_ydata()[0]: line.get_xdata() for line in ax.get_lines()
+            if len(line.get_ydata()) == 2 and line.get_ydata()[0] == line.get_ydata()[1]}
+    for y, (estimate, se) in {2: (-47.3, 0.04), 1: (-48.0, 0.30), 0: (-52.1, 0.05)}.items():
+        np.testing.assert_allclose(bars[y], [estimate - 1.959964 * se, estimate + 1.959964 * se],
+                                   rtol=1e-5)
+    assert labels[0] == (f"quadratic\nP = {table.loc['quadratic', 'probability']:.3g} "
+                         f"[{table.loc['quadratic', 'probability_low']:.3g}, "
+                         f"{table.loc['quadratic', 'probability_high']:.3g}]")
+    assert "BF" not in labels[0]
+    assert f"BF(best : this) = {table.loc['linear', 'bayes_factor']:.3g}" in labels[2]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "unreliable estimate (see warning column)"]
 
@@ -262,4 +272,103 @@ def test_plots_check_their_options(idata):
 def test_plots_draw_on_given_axes(idata):
     _, (left, right) = plt.subplots(1, 2)
     assert pa.plots.plot_log_weights(idata, ax=right) is right
-    assert len(left.patches) == 0 and len(right.patches) == 3
+    assert len(left.get_lines()) == 0 and len(right.get_lines()) == 4  # 3 chains, log Z
+
+
+# --------------------------------------------------------------------------- arviz-plots backends
+
+BACKENDS = [pytest.param(name, marks=pytest.mark.skipif(
+    name != "matplotlib" and not _installed(name), reason=f"{name} is not installed"))
+    for name in ("matplotlib", "bokeh", "plotly")]
+
+
+def _fake_sandwich() -> xr.DataTree:
+    """The sample_stats of pymc_anneal.sandwich at two numbers of temperatures."""
+    return xr.DataTree.from_dict({"sample_stats": xr.Dataset({
+        "num_steps": ("k", [10, 1000]), "ais": ("k", [-5.0, -5.1]), "ais_se": ("k", [0.1, 0.02]),
+        "raise": ("k", [-5.6, -5.15]), "raise_se": ("k", [0.1, 0.02])})})
+
+
+def _write(collection, tmp_path, name: str) -> None:
+    """Save a PlotCollection the way its backend saves without a browser: PNG for
+    matplotlib, a standalone HTML page for bokeh and plotly."""
+    path = tmp_path / (f"{name}.png" if collection.backend == "matplotlib" else f"{name}.html")
+    collection.savefig(path)
+    assert path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_plot_draws_with_each_backend(idata, convergence_runs, backend, tmp_path):
+    from arviz_plots import PlotCollection
+
+    table = pa.compare({"a": pa.EvidenceEstimate(-52.1, 0.05, 0.04, 900.0, 1000),
+                        "b": pa.EvidenceEstimate(-48.0, 0.30, 0.10, 20.0, 1000)})
+    plots = {
+        "log_weights": (pa.plots.plot_log_weights(idata, backend=backend), 1),
+        "annealing": (pa.plots.plot_annealing(idata, backend=backend), 3),
+        "running_log_z": (pa.plots.plot_running_log_z(idata, xscale="log", backend=backend), 2),
+        "convergence": (pa.plots.plot_convergence(convergence_runs[:2], backend=backend,
+                                                  reference=TARGET.log_evidence), 1),
+        "compare": (pa.plots.plot_compare(table, backend=backend), 1),
+        "sandwich": (pa.plots.plot_sandwich(_fake_sandwich(), reference=-5.12,
+                                            backend=backend), 1),
+    }
+    for name, (collection, num_plots) in plots.items():
+        assert isinstance(collection, PlotCollection) and collection.backend == backend
+        assert collection.viz["plot"].size == num_plots
+        _write(collection, tmp_path, name)
+
+
+def test_plots_draw_the_same_data_on_each_backend(idata):
+    """The chain lines of plot_running_log_z hold the same values on the three backends."""
+    log_z = idata["annealing_stats"]["log_marginal_likelihood"].values
+    lines = {"matplotlib": lambda plot: [line.get_ydata() for line in plot.get_lines()],
+             "bokeh": lambda plot: [r.data_source.data["y"] for r in plot.renderers
+                                    if "y" in r.data_source.data],
+             # plotly keeps all traces on the figure; the top plot's are on the axis "y"
+             "plotly": lambda plot: [trace.y for trace in plot.figure.data
+                                     if trace.yaxis in (None, "y")]}
+    for backend, read in lines.items():
+        if backend != "matplotlib" and not _installed(backend):
+            continue
+        top = pa.plots.plot_running_log_z(idata, backend=backend).viz["plot"].values[0]
+        drawn = read(top)
+        for c in range(log_z.shape[0]):
+            np.testing.assert_allclose(np.asarray(drawn[c], dtype=float), log_z[c])
+
+
+def test_foreign_axes_need_the_matplotlib_backend(idata):
+    _, ax = plt.subplots()
+    with pytest.raises(pa.AnnealingError, match=r"draws on the matplotlib Axes it is given, "
+                                                r"but got backend='bokeh'"):
+        pa.plots.plot_log_weights(idata, ax=ax, backend="bokeh")
+    with pytest.raises(pa.AnnealingError, match=r"backend must be one of \['matplotlib', "
+                                                r"'bokeh', 'plotly'\]"):
+        pa.plots.plot_annealing(idata, backend="seaborn")
+
+
+# --------------------------------------------------------------------------- ArviZ's own plots
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arviz_posterior_plots_read_the_result(idata, backend, tmp_path):
+    """The posterior group is an ordinary ArviZ posterior: its plots draw it."""
+    import arviz as az
+
+    for name, plot in {"dist": az.plot_dist, "forest": az.plot_forest,
+                       "trace_dist": az.plot_trace_dist, "rank": az.plot_rank}.items():
+        _write(plot(idata, backend=backend), tmp_path, name)
+
+
+def test_arviz_loo_plots_read_the_result(model, idata, tmp_path):
+    """With the log_likelihood group, LOO and its plots work on the posterior draws."""
+    import arviz as az
+
+    from pymc_anneal.pymc.arviz_groups import add_arviz_groups
+
+    extended = add_arviz_groups(idata, model, log_likelihood=True)
+    loo = az.loo(extended, pointwise=True)
+    assert loo.pareto_k.shape == (TARGET.params["y"].size,)
+    _write(az.plot_khat(loo, backend="matplotlib"), tmp_path, "khat")
+    table = az.compare({"a": extended, "b": extended})
+    _write(az.plot_compare(table, backend="matplotlib"), tmp_path, "loo_compare")
