@@ -17,18 +17,14 @@ import numpy as np
 import xarray as xr
 
 from pymc_anneal.diagnostics import weight_warnings
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.estimators import estimate_log_z, pareto_k
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import versions
-from pymc_anneal.kernels import KERNELS
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
-    check_choice,
     check_count,
     check_random_seed,
-    check_tuning,
 )
 
 __all__ = ["batched_ais"]
@@ -98,20 +94,17 @@ def batched_ais(
     if num_steps is not None:
         num_steps = check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
-    kernel = check_choice("kernel", kernel or "hais", KERNELS) if isinstance(kernel, str | None) \
-        else kernel
-    backend = check_backend(backend)
-    tuning = TuningOptions(**check_tuning(
-        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+    options = run_options(
+        kernel=kernel or "hais", backend=backend, progressbar=progressbar,
+        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
+        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule))
+        target_acceptance=target_acceptance, schedule=schedule)
     rng, seed_attr = check_random_seed(random_seed)
     path = model.evidence_path(data)
     points = int(path.parameters["data"].shape[0])
-    run = run_annealing(path, kernel=kernel, betas=betas, draws=draws * points, chains=chains,
-                        rng=rng, backend=backend, tuning=tuning, progressbar=progressbar,
-                        kernel_options={"num_leapfrog_steps": num_leapfrog_steps},
-                        label=f"{model.name} ({points} points)")
+    run = run_annealing(path, betas=betas, draws=draws * points, chains=chains, rng=rng,
+                        options=options, label=f"{model.name} ({points} points)")
     # particle d of a chain anneals point d mod N: (chains, draws * N) -> (N, chains, draws)
     log_w = run.log_weights.reshape(chains, draws, points).transpose(2, 0, 1)
     if not np.any(np.isfinite(log_w)):
@@ -158,7 +151,7 @@ def batched_ais(
                                   "annealing_stats": step_stats})
     attrs = {"inference_library": "pymc_anneal", "method": "ais",
              "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
-             "backend": backend, "num_steps": int(betas.size - 1), "num_test_points": points,
+             "backend": options.backend, "num_steps": int(betas.size - 1), "num_test_points": points,
              "schedule": schedule if isinstance(schedule, str) else "custom",
              "random_seed": seed_attr, "model": model.name, "versions": versions()}
     tree.attrs.update({k: v for k, v in attrs.items() if v is not None})

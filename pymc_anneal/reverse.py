@@ -47,13 +47,12 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import versions
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
     check_choice,
     check_count,
     check_counts,
@@ -191,7 +190,7 @@ def reverse_ais(
     betas = make_schedule(schedule, num_steps)
     draws = check_count("draws", draws, 2)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 1)
-    backend = check_backend(backend)
+    options = run_options(backend=backend, progressbar=progressbar)
     test = _test_data(model, data)
     control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
     ais_log_z = None if log_z is None else _ais_log_z(log_z)
@@ -222,9 +221,8 @@ def reverse_ais(
         algorithm = 3
         heat_rng, rng = rng.spawn(2)
         heat_path, start, log_p0 = model.heating(path, test, draws, heat_rng)
-        heat = run_annealing(heat_path, kernel=kernel, betas=betas, draws=draws, chains=points,
-                             rng=heat_rng, backend=backend, tuning=TuningOptions(),
-                             initial_positions=start, progressbar=progressbar,
+        heat = run_annealing(heat_path, betas=betas, draws=draws, chains=points, rng=heat_rng,
+                             options=options.replace(kernel=kernel), initial_positions=start,
                              label=f"{model.name} (RAISE, heating)")
         initial = heat.positions.reshape(points * draws, -1)
         offset = log_p0[:, None] + heat.log_weights  # log p0(v) + log w_heat
@@ -232,10 +230,10 @@ def reverse_ais(
         initial = np.repeat(test, draws, axis=0)
         offset = (log_f - path.log_base_normalizer)[:, None]
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
-    run = run_annealing(path, kernel=kernel, betas=mixed, draws=draws, chains=points, rng=rng,
-                        backend=backend, tuning=TuningOptions(), direction="backward",
+    run = run_annealing(path, betas=mixed, draws=draws, chains=points, rng=rng,
+                        options=options.replace(kernel=kernel), direction="backward",
                         initial_positions=initial.astype(path.dtype),
-                        progressbar=progressbar, label=f"{model.name} (RAISE)")
+                        label=f"{model.name} (RAISE)")
     log_w = run.log_weights + offset  # (points, draws)
     estimates = [estimate_log_z(row) for row in log_w]
     log_lik = np.array([e.log_z for e in estimates])
@@ -271,7 +269,7 @@ def reverse_ais(
                 AnnealingWarning, stacklevel=2)
     attrs = {"inference_library": "pymc_anneal", "method": "raise",
              "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
-             "backend": backend, "num_steps": int(betas.size - 1),
+             "backend": options.backend, "num_steps": int(betas.size - 1),
              "num_mixing_steps": num_mixing_steps, "num_test_points": int(all_log_f.size),
              "algorithm": algorithm, "bracket": bracket,
              "control_variate": control_variate if subsample is not None else None,

@@ -67,21 +67,17 @@ import pytensor.tensor as pt
 import xarray as xr
 from pytensor.graph.replace import graph_replace
 
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import versions
-from pymc_anneal.kernels import KERNELS
 from pymc_anneal.pymc.adapter import model_path, refuse_discrete
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
-    check_choice,
     check_count,
     check_counts,
     check_model,
     check_random_seed,
-    check_tuning,
 )
 
 __all__ = ["bdmc", "simulate_data"]
@@ -285,13 +281,12 @@ def bdmc(
         raise AnnealingError(f"schedule must be a schedule's name for bdmc (one per K), got "
                              f"{type(schedule).__name__}.")
     make_schedule(schedule, 1)  # validates the name
-    if isinstance(kernel, str):
-        kernel = check_choice("kernel", kernel, KERNELS)
-    backend = check_backend(backend)
-    tuning = TuningOptions(**check_tuning(
-        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+    options = run_options(
+        kernel=kernel, backend=backend, progressbar=progressbar,
+        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
+        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule))
+        target_acceptance=target_acceptance, schedule=schedule)
     refuse_discrete(model, "bdmc")
     model_path(model)  # the model's checks: proper, observed
     rng, seed_attr = check_random_seed(random_seed)
@@ -299,8 +294,7 @@ def bdmc(
     simulator = _simulator(model)
     truth, positions, data = simulator.simulate(num_datasets, sim_rng)
     path = model_path(simulator.model).path
-    run = dict(kernel=kernel, backend=backend, tuning=tuning, draws=draws, chains=chains,
-               progressbar=progressbar, kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
+    run = dict(options=options, draws=draws, chains=chains)
     rows = []  # per K: (lower, lower_se, upper, upper_se), each over datasets
     for k in steps:
         betas = make_schedule(schedule, k)
@@ -348,7 +342,7 @@ def bdmc(
     tree = xr.DataTree.from_dict({"sample_stats": stats, "observed_data": observed,
                                   "true_parameters": true_parameters})
     attrs = {"inference_library": "pymc_anneal", "method": "bdmc",
-             "kernel": forward.settings["kernel"], "backend": backend, "schedule": schedule,
+             "kernel": forward.settings["kernel"], "backend": options.backend, "schedule": schedule,
              "draws": draws, "chains": chains, "num_datasets": num_datasets,
              "num_mixing_steps": num_mixing_steps, "random_seed": seed_attr,
              "model": model.name or None, "versions": versions()}
