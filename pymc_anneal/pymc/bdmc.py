@@ -70,7 +70,7 @@ from pytensor.graph.replace import graph_replace
 from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.io import versions
+from pymc_anneal.io import bdmc_tree, result_attrs
 from pymc_anneal.pymc.adapter import model_path, refuse_discrete
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
@@ -294,7 +294,7 @@ def bdmc(
     simulator = _simulator(model)
     truth, positions, data = simulator.simulate(num_datasets, sim_rng)
     path = model_path(simulator.model).path
-    run = dict(options=options, draws=draws, chains=chains)
+    run = {"options": options, "draws": draws, "chains": chains}
     rows = []  # per K: (lower, lower_se, upper, upper_se), each over datasets
     for k in steps:
         betas = make_schedule(schedule, k)
@@ -303,51 +303,45 @@ def bdmc(
         mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
         row = []
         for d, dataset_rng in enumerate(rng.spawn(num_datasets)):
-            forward_rng, backward_rng = dataset_rng.spawn(2)
             simulator.set_data(data, d)
-            where = f"K={k}, dataset {d + 1}/{num_datasets}"
-            forward = run_annealing(path, betas=betas, rng=forward_rng,
-                                    label=f"{path.name} (BDMC forward, {where})", **run)
-            backward = run_annealing(
-                path, betas=mixed, rng=backward_rng, direction="backward",
-                initial_positions=np.tile(positions[d], (draws * chains, 1)),
-                label=f"{path.name} (BDMC backward, {where})", **run)
-            low = estimate_log_z(forward.log_weights)
-            rev = estimate_log_z(backward.log_weights)
-            upper = path.log_base_normalizer - rev.log_z
-            if not (np.isfinite(low.log_z) and np.isfinite(upper)):
-                side = "forward" if not np.isfinite(low.log_z) else "backward"
-                raise AnnealingError(
-                    f"with K={k} every particle of the {side} run on simulated dataset {d} has "
-                    "zero weight (a log-likelihood of -inf or NaN along the path); check the "
-                    "model's likelihood where the prior puts its mass.")
-            row.append((low.log_z, low.standard_error, upper, rev.standard_error))
+            bounds, kernel_name = _bounds(path, betas, mixed, positions[d], dataset_rng, run,
+                                          where=(k, d, num_datasets))
+            row.append(bounds)
         rows.append(np.array(row).T)
     lower_d, lower_se_d, upper_d, upper_se_d = (np.array(c) for c in zip(*rows))  # (K, D)
-    pooled = _pool(lower_d, lower_se_d, upper_d, upper_se_d)
-    coords = {"num_steps": np.array(steps), "dataset": np.arange(num_datasets)}
-    per_dataset = ("num_steps", "dataset")
-    stats = xr.Dataset(
-        {**{name: ("num_steps", value) for name, value in pooled.items()},
-         "dataset_lower": (per_dataset, lower_d), "dataset_lower_se": (per_dataset, lower_se_d),
-         "dataset_upper": (per_dataset, upper_d), "dataset_upper_se": (per_dataset, upper_se_d)},
-        coords=coords)
+    attrs = result_attrs("bdmc", kernel=kernel_name, backend=options.backend,
+                         schedule=schedule, draws=draws, chains=chains,
+                         num_datasets=num_datasets, num_mixing_steps=num_mixing_steps,
+                         random_seed=seed_attr, model=model.name or None)
+    per_dataset = {"dataset_lower": lower_d, "dataset_lower_se": lower_se_d,
+                   "dataset_upper": upper_d, "dataset_upper_se": upper_se_d}
+    return bdmc_tree(steps, _pool(lower_d, lower_se_d, upper_d, upper_se_d), per_dataset,
+                     data, truth, attrs)
 
-    def with_datasets(values):
-        return xr.Dataset({name: (("dataset", *(f"{name}_dim_{i}" for i in range(v.ndim - 1))), v)
-                           for name, v in values.items()},
-                          coords={"dataset": coords["dataset"]})
 
-    observed, true_parameters = with_datasets(data), with_datasets(truth)
-    tree = xr.DataTree.from_dict({"sample_stats": stats, "observed_data": observed,
-                                  "true_parameters": true_parameters})
-    attrs = {"inference_library": "pymc_anneal", "method": "bdmc",
-             "kernel": forward.settings["kernel"], "backend": options.backend, "schedule": schedule,
-             "draws": draws, "chains": chains, "num_datasets": num_datasets,
-             "num_mixing_steps": num_mixing_steps, "random_seed": seed_attr,
-             "model": model.name or None, "versions": versions()}
-    tree.attrs.update({k: v for k, v in attrs.items() if v is not None})
-    return tree
+def _bounds(path, betas, mixed, position, rng, run: dict, *, where: tuple[int, int, int]):
+    """One simulated dataset's bounds at one K: ``((lower, lower_se, upper, upper_se), the
+    kernel's name)``, from a forward run on ``betas`` and a backward run on ``mixed`` from
+    the true parameters ``position`` (``where``: K, the dataset and the number of them)."""
+    k, d, num_datasets = where
+    forward_rng, backward_rng = rng.spawn(2)
+    label = f"K={k}, dataset {d + 1}/{num_datasets}"
+    forward = run_annealing(path, betas=betas, rng=forward_rng,
+                            label=f"{path.name} (BDMC forward, {label})", **run)
+    backward = run_annealing(
+        path, betas=mixed, rng=backward_rng, direction="backward",
+        initial_positions=np.tile(position, (run["draws"] * run["chains"], 1)),
+        label=f"{path.name} (BDMC backward, {label})", **run)
+    low = estimate_log_z(forward.log_weights)
+    rev = estimate_log_z(backward.log_weights)
+    upper = path.log_base_normalizer - rev.log_z
+    if not (np.isfinite(low.log_z) and np.isfinite(upper)):
+        side = "forward" if not np.isfinite(low.log_z) else "backward"
+        raise AnnealingError(
+            f"with K={k} every particle of the {side} run on simulated dataset {d} has "
+            "zero weight (a log-likelihood of -inf or NaN along the path); check the "
+            "model's likelihood where the prior puts its mass.")
+    return (low.log_z, low.standard_error, upper, rev.standard_error), forward.settings["kernel"]
 
 
 def _pool(lower, lower_se, upper, upper_se) -> dict[str, np.ndarray]:
