@@ -66,7 +66,7 @@ def paired(repeats: int) -> None:
     import time
 
     import pymc_anneal as pa
-    from pymc_anneal.driver import TuningOptions, run_annealing
+    from pymc_anneal.driver import RunOptions, TuningOptions, run_annealing
     from pymc_anneal.pymc.adapter import model_path
 
     scope: dict = {}
@@ -82,8 +82,9 @@ def paired(repeats: int) -> None:
     for i in range(repeats + 1):
         for chains in (4, 5):
             t, c = time.perf_counter(), time.process_time()
-            run_annealing(path, betas=betas, draws=1000, chains=chains, tuning=tuning,
-                          rng=np.random.default_rng(i), progressbar=False)
+            run_annealing(path, betas=betas, draws=1000, chains=chains,
+                          rng=np.random.default_rng(i),
+                          options=RunOptions(tuning=tuning, progressbar=False))
             if i:  # the first pair compiles
                 times[chains].append((time.perf_counter() - t, time.process_time() - c))
     for j, what in enumerate(("wall", "cpu")):

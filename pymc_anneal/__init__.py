@@ -1,17 +1,16 @@
 """Annealed importance sampling for PyMC: evidence and partition functions."""
 
-__version__ = "0.1.0"
-
-from pymc_anneal import energy, kernels, plots  # noqa: E402
-from pymc_anneal.partition import ais  # noqa: E402
-from pymc_anneal.batched import batched_ais  # noqa: E402
-from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength  # noqa: E402
-from pymc_anneal.evidence import EvidenceEstimate, log_evidence  # noqa: E402
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning  # noqa: E402
-from pymc_anneal.pymc.bdmc import bdmc  # noqa: E402
-from pymc_anneal.pymc.sampling import sample_ais  # noqa: E402
-from pymc_anneal.pymc.smc import HMCKernel  # noqa: E402
-from pymc_anneal.reverse import reverse_ais, sandwich  # noqa: E402
+from pymc_anneal import energy, kernels, plots
+from pymc_anneal._version import __version__
+from pymc_anneal.batched import batched_ais
+from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength
+from pymc_anneal.evidence import EvidenceEstimate, log_evidence
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.partition import ais
+from pymc_anneal.pymc.bdmc import bdmc
+from pymc_anneal.pymc.sampling import sample_ais
+from pymc_anneal.pymc.smc import HMCKernel
+from pymc_anneal.reverse import reverse_ais, sandwich
 
 __all__ = [
     "AnnealingError",

@@ -17,18 +17,14 @@ import numpy as np
 import xarray as xr
 
 from pymc_anneal.diagnostics import weight_warnings
-from pymc_anneal.driver import TuningOptions, run_annealing
-from pymc_anneal.estimators import estimate_log_z, pareto_k
+from pymc_anneal.driver import run_annealing, run_options
+from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.io import versions
-from pymc_anneal.kernels import KERNELS
+from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
-    check_choice,
     check_count,
     check_random_seed,
-    check_tuning,
 )
 
 __all__ = ["batched_ais"]
@@ -98,22 +94,33 @@ def batched_ais(
     if num_steps is not None:
         num_steps = check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
-    kernel = check_choice("kernel", kernel or "hais", KERNELS) if isinstance(kernel, str | None) \
-        else kernel
-    backend = check_backend(backend)
-    tuning = TuningOptions(**check_tuning(
-        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+    options = run_options(
+        kernel=kernel or "hais", backend=backend, progressbar=progressbar,
+        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
+        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule))
+        target_acceptance=target_acceptance, schedule=schedule)
     rng, seed_attr = check_random_seed(random_seed)
     path = model.evidence_path(data)
     points = int(path.parameters["data"].shape[0])
-    run = run_annealing(path, kernel=kernel, betas=betas, draws=draws * points, chains=chains,
-                        rng=rng, backend=backend, tuning=tuning, progressbar=progressbar,
-                        kernel_options={"num_leapfrog_steps": num_leapfrog_steps},
-                        label=f"{model.name} ({points} points)")
+    run = run_annealing(path, betas=betas, draws=draws * points, chains=chains, rng=rng,
+                        options=options, label=f"{model.name} ({points} points)")
     # particle d of a chain anneals point d mod N: (chains, draws * N) -> (N, chains, draws)
     log_w = run.log_weights.reshape(chains, draws, points).transpose(2, 0, 1)
+    _check_weights(log_w)
+    estimates = [estimate_log_z(w.ravel()) for w in log_w]
+    mean, mean_se = pooled_mean([e.log_z for e in estimates],
+                                [e.standard_error for e in estimates])
+    attrs = result_attrs("ais", quantity="test_log_likelihood", kernel=run.settings["kernel"],
+                         backend=options.backend, num_steps=int(betas.size - 1),
+                         num_test_points=points, schedule=schedule_name(schedule),
+                         random_seed=seed_attr, model=model.name)
+    return point_estimates_tree(log_w, estimates, mean, mean_se, run=run, attrs=attrs)
+
+
+def _check_weights(log_w: np.ndarray) -> None:
+    """Refuse points whose chains have no weight; warn of points whose weights fail
+    :func:`~pymc_anneal.diagnostics.weight_warnings` (``log_w``: (points, chains, draws))."""
     if not np.any(np.isfinite(log_w)):
         raise AnnealingError("every particle has zero weight: the likelihood is -inf or NaN "
                              "at all prior draws. Check the data against the model.")
@@ -125,9 +132,7 @@ def batched_ais(
             f"{'...' if len(pairs) > 10 else ''} has zero weight: the likelihood is -inf or NaN "
             "wherever they went, so the estimates of those points are -inf or rest on the "
             "other chains alone. Increase draws, and check those points against the model.")
-    estimates = [estimate_log_z(w.ravel()) for w in log_w]
-    log_lik = np.array([e.log_z for e in estimates])
-    log_lik_se = np.array([e.standard_error for e in estimates])
+    points = log_w.shape[0]
     flagged = [n for n in range(points) if weight_warnings(log_w[n])]
     if flagged:
         warnings.warn(
@@ -135,31 +140,4 @@ def batched_ais(
             f"heavy tail or chains that disagree; points {flagged[:10]}"
             f"{'...' if len(flagged) > 10 else ''}): their log-likelihoods are likely too low "
             "and their standard errors too small. Increase num_steps.",
-            AnnealingWarning, stacklevel=2)
-    finite = np.isfinite(log_lik)
-    mean = float(log_lik.mean()) if finite.all() else -np.inf
-    mean_se = float(np.sqrt(np.sum(log_lik_se**2)) / points) if finite.all() else np.nan
-    coords = {"point": np.arange(points), "chain": np.arange(chains), "draw": np.arange(draws),
-              "step": np.arange(1, run.betas.size)}
-    stats = xr.Dataset({
-        "log_likelihood": ("point", log_lik), "log_likelihood_se": ("point", log_lik_se),
-        "ess": ("point", np.array([e.ess for e in estimates])),
-        "pareto_k": ("point", np.array([pareto_k(w) for w in log_w])),
-        "mean_log_likelihood": ((), mean), "mean_log_likelihood_se": ((), mean_se),
-    }, coords={"point": coords["point"]})
-    particles = xr.Dataset({"log_weight": (("point", "chain", "draw"), log_w)},
-                           coords={k: coords[k] for k in ("point", "chain", "draw")})
-    step_stats = xr.Dataset({
-        "beta": ("step", run.betas[1:]),
-        **{name: ("step", value) for name, value in run.parameters.items() if value.ndim == 1},
-        "acceptance_rate": (("chain", "step"), run.step_stats["acceptance_rate"]),
-    }, coords={"step": coords["step"], "chain": coords["chain"]})
-    tree = xr.DataTree.from_dict({"sample_stats": stats, "particles": particles,
-                                  "annealing_stats": step_stats})
-    attrs = {"inference_library": "pymc_anneal", "method": "ais",
-             "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
-             "backend": backend, "num_steps": int(betas.size - 1), "num_test_points": points,
-             "schedule": schedule if isinstance(schedule, str) else "custom",
-             "random_seed": seed_attr, "model": model.name, "versions": versions()}
-    tree.attrs.update({k: v for k, v in attrs.items() if v is not None})
-    return tree
+            AnnealingWarning, stacklevel=3)

@@ -263,11 +263,8 @@ def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
     larger of the delta-method error and the spread of its chains (see
     :mod:`pymc_anneal.comparison`). The interval assumes the log evidence estimates are
     approximately normal; it does not cover AIS's downward bias when the weight ESS is low
-    (the estimate is then flagged by :func:`compare`'s ``warning`` column).
-
-    References
-    ----------
-    Kass, R. E. & Raftery, A. E. (1995). Bayes factors. *JASA* 90(430), 773-795.
+    (the estimate is then flagged by :func:`compare`'s ``warning`` column). The words of
+    ``strength`` are Kass & Raftery's (1995; see :func:`evidence_strength`).
 
     Examples
     --------
@@ -384,11 +381,8 @@ def compare(
     Notes
     -----
     Evidence depends on the priors: a vaguer prior on a parameter lowers the evidence even
-    when the fit is unchanged. Compare models whose priors you would defend.
-
-    References
-    ----------
-    Kass, R. E. & Raftery, A. E. (1995). Bayes factors. *JASA* 90(430), 773-795.
+    when the fit is unchanged. Compare models whose priors you would defend. The column
+    ``strength`` gives Kass & Raftery's (1995) words, as :func:`evidence_strength`.
 
     Examples
     --------

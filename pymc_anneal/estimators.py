@@ -7,6 +7,9 @@ For N importance weights :math:`w_i` (given as :math:`\log w_i`):
 - weight ESS :math:`= (\sum w)^2 / \sum w^2`.
 - delta-method standard error of :math:`\log \hat Z`:
   :math:`\sqrt{\widehat{\mathrm{Var}}(w) / (N \bar w^2)}`, with the unbiased sample variance.
+- the average of n independent estimates :math:`\bar L = \frac1n \sum_i \hat L_i` (a
+  test set's per-point log-likelihoods) has the standard error
+  :math:`\sqrt{\sum_i s_i^2} / n` (:func:`pooled_mean`).
 - Pareto :math:`\hat k` of the weights' right tail (Vehtari et al., 2024, PSIS): the tail
   index of the fitted generalized Pareto distribution. From 1/2 on the weights' variance is
   infinite and the delta-method standard error means nothing; the samplers warn above
@@ -29,6 +32,7 @@ __all__ = [
     "estimate_log_z",
     "log_mean_exp",
     "pareto_k",
+    "pooled_mean",
     "systematic_resample",
 ]
 
@@ -78,6 +82,15 @@ def estimate_log_z(log_w) -> LogZEstimate:
     var = w.var(ddof=1) if n > 1 else np.inf
     se = float(np.sqrt(var / (n * mean**2)))
     return LogZEstimate(log_z, se, float(effective_sample_size(log_w)), n)
+
+
+def pooled_mean(log_z, standard_error) -> tuple[float, float]:
+    """The average of independent estimates ``log_z`` (1-D) and its standard error
+    ``sqrt(sum(standard_error**2)) / n``; ``(-inf, nan)`` unless every estimate is finite."""
+    log_z, standard_error = np.asarray(log_z), np.asarray(standard_error)
+    if not np.all(np.isfinite(log_z)):
+        return -np.inf, np.nan
+    return float(log_z.mean()), float(np.sqrt(np.sum(standard_error**2)) / log_z.size)
 
 
 MIN_PARETO_DRAWS = 25

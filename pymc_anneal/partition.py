@@ -12,18 +12,14 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
-from pymc_anneal.kernels import KERNELS
 from pymc_anneal.pymc.sampling import check_run_weights
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
-    check_choice,
     check_count,
     check_random_seed,
-    check_tuning,
 )
 
 __all__ = ["ais"]
@@ -143,25 +139,23 @@ def ais(
     if num_steps is not None:
         num_steps = check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
-    if isinstance(kernel, str):
-        kernel = check_choice("kernel", kernel, KERNELS)
-    backend = check_backend(backend)
-    tuning = TuningOptions(**check_tuning(
-        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+    options = run_options(
+        kernel=kernel, backend=backend, progressbar=progressbar,
+        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
+        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule))
+        target_acceptance=target_acceptance, schedule=schedule)
     if data is not None and np.ndim(data) >= 1 and len(data) == 0:
         raise AnnealingError(f"data must have at least one row, got shape {np.shape(data)}. "
                              "Pass the training data, or leave data=None.")
     rng, seed_attr = check_random_seed(random_seed)
     moments_rng, rng = rng.spawn(2)
-    path, kernel = _annealing_path(model, kernel, moments_rng, base=base, data=data,
+    path, kernel = _annealing_path(model, options.kernel, moments_rng, base=base, data=data,
                                    moments=moments, base_mean=base_mean, base_scale=base_scale)
     if path.info.get("weight_caveat"):  # known before any draw: the base cannot be trusted
         warnings.warn(path.info["weight_caveat"], AnnealingWarning, stacklevel=2)
-    result = run_annealing(path, kernel=kernel, betas=betas, draws=draws, chains=chains,
-                           rng=rng, backend=backend, tuning=tuning, progressbar=progressbar,
-                           kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
+    result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
+                           options=options.replace(kernel=kernel))
     check_run_weights(path, result, subject="log f",
                       fix="Check that the energy is finite wherever the base puts mass.")
     attrs = {"quantity": "log_partition_function", "schedule": schedule if isinstance(schedule, str)

@@ -47,13 +47,18 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.driver import TuningOptions, run_annealing
-from pymc_anneal.estimators import estimate_log_z
+from pymc_anneal.driver import run_annealing, run_options
+from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.io import versions
+from pymc_anneal.io import (
+    path_attrs,
+    point_estimates_tree,
+    result_attrs,
+    sandwich_tree,
+    schedule_name,
+)
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
     check_choice,
     check_count,
     check_counts,
@@ -191,51 +196,29 @@ def reverse_ais(
     betas = make_schedule(schedule, num_steps)
     draws = check_count("draws", draws, 2)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 1)
-    backend = check_backend(backend)
+    options = run_options(backend=backend, progressbar=progressbar)
     test = _test_data(model, data)
     control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
     ais_log_z = None if log_z is None else _ais_log_z(log_z)
     rng, seed_attr = check_random_seed(random_seed)
     path_rng, rng = rng.spawn(2)
     all_log_f = _log_f(model, test, path_rng)
-    index = np.arange(test.shape[0])
-    if subsample is not None:
-        subsample = check_count("subsample", subsample, 2)
-        if subsample > test.shape[0]:
-            raise AnnealingError(f"subsample must be at most the number of test points, "
-                                 f"{test.shape[0]}, got {subsample}.")
-        sub_rng, rng = rng.spawn(2)
-        index = np.sort(sub_rng.choice(test.shape[0], size=subsample, replace=False))
-        test = test[index]
+    index, rng = _subsample(test.shape[0], subsample, rng)
+    test, log_f = test[index], all_log_f[index]
     path, kernel = model.annealing_path(base=base, data=base_data, moments=moments, rng=path_rng)
     if "gibbs_sweep" not in path.capabilities:
         raise AnnealingError(
             f"RAISE needs a model whose hidden units can be summed out and resampled from "
             f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
             f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
-    points = test.shape[0]
-    log_f = all_log_f[index]
-    algorithm = 2
-    if callable(getattr(model, "heating", None)):
-        # Algorithm 3: an intractable posterior; a forward run over the hidden part with the
-        # test point clamped ends in the states the reverse chain starts from
-        algorithm = 3
-        heat_rng, rng = rng.spawn(2)
-        heat_path, start, log_p0 = model.heating(path, test, draws, heat_rng)
-        heat = run_annealing(heat_path, kernel=kernel, betas=betas, draws=draws, chains=points,
-                             rng=heat_rng, backend=backend, tuning=TuningOptions(),
-                             initial_positions=start, progressbar=progressbar,
-                             label=f"{model.name} (RAISE, heating)")
-        initial = heat.positions.reshape(points * draws, -1)
-        offset = log_p0[:, None] + heat.log_weights  # log p0(v) + log w_heat
-    else:  # Algorithm 2: exact draws of h | v start the reverse chain
-        initial = np.repeat(test, draws, axis=0)
-        offset = (log_f - path.log_base_normalizer)[:, None]
+    options = options.replace(kernel=kernel)
+    algorithm, initial, offset, rng = _reverse_start(model, path, test, log_f, betas, draws,
+                                                     rng, options)
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
-    run = run_annealing(path, kernel=kernel, betas=mixed, draws=draws, chains=points, rng=rng,
-                        backend=backend, tuning=TuningOptions(), direction="backward",
+    run = run_annealing(path, betas=mixed, draws=draws, chains=test.shape[0], rng=rng,
+                        options=options, direction="backward",
                         initial_positions=initial.astype(path.dtype),
-                        progressbar=progressbar, label=f"{model.name} (RAISE)")
+                        label=f"{model.name} (RAISE)")
     log_w = run.log_weights + offset  # (points, draws)
     estimates = [estimate_log_z(row) for row in log_w]
     log_lik = np.array([e.log_z for e in estimates])
@@ -244,42 +227,75 @@ def reverse_ais(
         raise AnnealingError("some test points got zero weight on every reverse chain "
                              f"(points {np.flatnonzero(~np.isfinite(log_lik))[:5].tolist()}); "
                              "check that they lie in the model's support.")
-    coords = {"point": np.arange(points), "draw": np.arange(draws)}
-    mean, mean_se, extra = log_lik.mean(), np.sqrt(np.sum(log_lik_se**2)) / points, {}
+    (mean, mean_se), extra = pooled_mean(log_lik, log_lik_se), {}
     if subsample is not None:
         mean, mean_se, extra = _control_variate(log_lik, log_lik_se, log_f, all_log_f,
                                                 control_variate)
         extra["data_index"] = ("point", index)
-    stats = xr.Dataset({
-        "log_likelihood": ("point", log_lik), "log_likelihood_se": ("point", log_lik_se),
-        "mean_log_likelihood": ((), mean), "mean_log_likelihood_se": ((), mean_se),
-        "ess": ("point", np.array([e.ess for e in estimates])), **extra,
-    }, coords={"point": coords["point"]})
-    particles = xr.Dataset({"log_weight": (("point", "draw"), log_w)}, coords=coords)
-    tree = xr.DataTree.from_dict({"sample_stats": stats, "particles": particles})
-    bracket = None
-    if ais_log_z is not None:
-        ais_mean, ais_se = float(all_log_f.mean()) - ais_log_z[0], ais_log_z[1]
-        bracket = bracket_kind(ais_mean, ais_se, float(mean), float(mean_se))
-        if bracket == "inverted":
-            warnings.warn(
-                f"RAISE's average test log-likelihood, {float(mean):.3f} +/- "
-                f"{float(mean_se):.3f}, lies above the AIS-implied value {ais_mean:.3f} +/- "
-                f"{ais_se:.3f} beyond the errors (K={int(betas.size - 1)}): RAISE errs low for "
-                "the annealing model, so at this K the annealing model over-rates the test "
-                "data and the estimate cannot be trusted. Increase num_steps.",
-                AnnealingWarning, stacklevel=2)
-    attrs = {"inference_library": "pymc_anneal", "method": "raise",
-             "quantity": "test_log_likelihood", "kernel": run.settings["kernel"],
-             "backend": backend, "num_steps": int(betas.size - 1),
-             "num_mixing_steps": num_mixing_steps, "num_test_points": int(all_log_f.size),
-             "algorithm": algorithm, "bracket": bracket,
-             "control_variate": control_variate if subsample is not None else None,
-             "schedule": schedule if isinstance(schedule, str) else "custom",
-             "random_seed": seed_attr, "model": model.name, "versions": versions(),
-             **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
-    tree.attrs.update({k: v for k, v in attrs.items() if v is not None})
-    return tree
+    num_steps = int(betas.size - 1)
+    bracket = None if ais_log_z is None else _bracket(
+        float(all_log_f.mean()) - ais_log_z[0], ais_log_z[1], float(mean), float(mean_se),
+        num_steps)
+    attrs = result_attrs(
+        "raise", path_attrs(path), quantity="test_log_likelihood",
+        kernel=run.settings["kernel"], backend=options.backend, num_steps=num_steps,
+        num_mixing_steps=num_mixing_steps, num_test_points=int(all_log_f.size),
+        algorithm=algorithm, bracket=bracket,
+        control_variate=control_variate if subsample is not None else None,
+        schedule=schedule_name(schedule), random_seed=seed_attr, model=model.name)
+    return point_estimates_tree(log_w, estimates, mean, mean_se, extra=extra, attrs=attrs)
+
+
+def _subsample(num_points: int, subsample: int | None, rng: np.random.Generator):
+    """The rows of the test data that RAISE runs on (all, or a random ``subsample`` of
+    them, sorted), and the generator left for the runs."""
+    if subsample is None:
+        return np.arange(num_points), rng
+    subsample = check_count("subsample", subsample, 2)
+    if subsample > num_points:
+        raise AnnealingError(f"subsample must be at most the number of test points, "
+                             f"{num_points}, got {subsample}.")
+    sub_rng, rng = rng.spawn(2)
+    return np.sort(sub_rng.choice(num_points, size=subsample, replace=False)), rng
+
+
+def _reverse_start(model, path, test, log_f, betas, draws, rng, options):
+    """Where the reverse chains start: ``(algorithm, initial positions (points * draws, d),
+    log weight offset per point (points, 1) or (points, draws), the generator left)``.
+
+    Algorithm 2 (Burda et al. 2015): the test points themselves (exact draws of h | v
+    start the reverse chain), offset by ``log f(v) - log Z_0``. Algorithm 3 (an intractable
+    posterior, a deep Boltzmann machine): a forward run over the hidden part with the test
+    point clamped ends in the states the reverse chain starts from, offset by
+    ``log p0(v) + log w_heat``.
+    """
+    if not callable(getattr(model, "heating", None)):
+        return (2, np.repeat(test, draws, axis=0),
+                (log_f - path.log_base_normalizer)[:, None], rng)
+    heat_rng, rng = rng.spawn(2)
+    heat_path, start, log_p0 = model.heating(path, test, draws, heat_rng)
+    heat = run_annealing(heat_path, betas=betas, draws=draws, chains=test.shape[0],
+                         rng=heat_rng, options=options, initial_positions=start,
+                         label=f"{model.name} (RAISE, heating)")
+    return (3, heat.positions.reshape(test.shape[0] * draws, -1),
+            log_p0[:, None] + heat.log_weights, rng)
+
+
+def _bracket(ais_mean: float, ais_se: float, mean: float, mean_se: float,
+             num_steps: int) -> str:
+    """The bracket of AIS's and RAISE's averages (:func:`bracket_kind`); an
+    :class:`~pymc_anneal.AnnealingWarning` (for the caller of :func:`reverse_ais`) when it
+    is inverted."""
+    bracket = bracket_kind(ais_mean, ais_se, mean, mean_se)
+    if bracket == "inverted":
+        warnings.warn(
+            f"RAISE's average test log-likelihood, {mean:.3f} +/- "
+            f"{mean_se:.3f}, lies above the AIS-implied value {ais_mean:.3f} +/- "
+            f"{ais_se:.3f} beyond the errors (K={num_steps}): RAISE errs low for "
+            "the annealing model, so at this K the annealing model over-rates the test "
+            "data and the estimate cannot be trusted. Increase num_steps.",
+            AnnealingWarning, stacklevel=3)
+    return bracket
 
 
 def _ais_log_z(log_z) -> tuple[float, float]:
@@ -479,21 +495,14 @@ def sandwich(
                      raised["mean_log_likelihood_se"].item(),
                      any(issubclass(w.category, AnnealingWarning) for w in caught)))
     ais_ll, ais_se, raise_ll, raise_se, warned = (np.array(c) for c in zip(*rows))
-    stats = xr.Dataset({"ais": ("num_steps", ais_ll), "ais_se": ("num_steps", ais_se),
-                        "raise": ("num_steps", raise_ll), "raise_se": ("num_steps", raise_se),
-                        "gap": ("num_steps", ais_ll - raise_ll),
-                        "ais_warning": ("num_steps", warned)},
-                       coords={"num_steps": np.array(steps)})
-    tree = xr.DataTree.from_dict({"sample_stats": stats})
-    tree.attrs.update({k: v for k, v in {
-        "inference_library": "pymc_anneal", "method": "ais_raise_sandwich",
-        "quantity": "mean_test_log_likelihood", "model": model.name,
-        "schedule": schedule if isinstance(schedule, str) else "custom",
-        "random_seed": seed_attr, "backend": backend, "versions": versions(),
-        "verdict": sandwich_verdict(ais_ll[-1], ais_se[-1], raise_ll[-1], raise_se[-1],
-                                    num_steps=steps[-1]),
-    }.items() if v is not None})
-    return tree
+    return sandwich_tree(steps, {
+        "ais": ais_ll, "ais_se": ais_se, "raise": raise_ll, "raise_se": raise_se,
+        "gap": ais_ll - raise_ll, "ais_warning": warned,
+    }, result_attrs(
+        "ais_raise_sandwich", quantity="mean_test_log_likelihood", model=model.name,
+        schedule=schedule_name(schedule), random_seed=seed_attr, backend=backend,
+        verdict=sandwich_verdict(ais_ll[-1], ais_se[-1], raise_ll[-1], raise_se[-1],
+                                 num_steps=steps[-1])))
 
 
 def _log_f(model, data, rng) -> np.ndarray:

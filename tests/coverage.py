@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pymc_anneal.diagnostics import weight_warnings
-from pymc_anneal.driver import run_annealing
+from pymc_anneal.driver import RunOptions, run_annealing
 from pymc_anneal.estimators import effective_sample_size, estimate_log_z, log_mean_exp
 from pymc_anneal.schedules import make_schedule
 from tests.gaussian_paths import DEFAULT, GaussianPath, correlated_cov
@@ -64,7 +64,7 @@ def simulate(path: str, num_steps, replicates: int, draws: int, chains: int = 4,
     for k in num_steps:
         run = run_annealing(gaussian.path, betas=make_schedule("linear", int(k)), draws=draws,
                             chains=replicates * chains, rng=np.random.default_rng([seed, int(k)]),
-                            progressbar=False)
+                            options=RunOptions(progressbar=False))
         log_w = run.log_weights.reshape(replicates, chains, draws)
         for lw in log_w:
             pooled = estimate_log_z(lw.ravel())

@@ -3,7 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc_anneal.driver import run_annealing
+from pymc_anneal.driver import RunOptions, run_annealing
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.paths import Path
 from pymc_anneal.schedules import make_schedule
@@ -26,7 +26,7 @@ def _half_line_path():
 
 def test_nan_log_likelihood_gives_zero_weight_never_nan():
     result = run_annealing(_half_line_path(), betas=make_schedule("linear", 50), draws=1000, chains=2,
-                     rng=np.random.default_rng(4), progressbar=False)
+                     rng=np.random.default_rng(4), options=RunOptions(progressbar=False))
     log_w = result.log_weights
     assert not np.any(np.isnan(log_w))
     assert np.mean(np.isneginf(log_w)) > 0.3  # about half the prior draws are on x <= 0
@@ -78,9 +78,9 @@ def test_a_long_fixed_schedule_is_thinned_for_the_pilot_only(monkeypatch):
     from tests.gaussian_paths import DEFAULT
 
     def run():
-        return run_annealing(DEFAULT.path, kernel="hais", betas=make_schedule("geometric",
+        return run_annealing(DEFAULT.path, betas=make_schedule("geometric",
                              12_000), draws=200, chains=2, rng=np.random.default_rng(5),
-                             progressbar=False, backend="numba")
+                             options=RunOptions(kernel="hais", progressbar=False, backend="numba"))
 
     calls = []
     original_run = tuning.CompiledLoop.run

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import RunOptions, TuningOptions, run_annealing
 from pymc_anneal.estimators import log_mean_exp
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
@@ -41,9 +41,9 @@ PATH = _path()
 
 def _run(direction, seed, initial_positions=None):
     return run_annealing(PATH, betas=make_schedule("linear", NUM_STEPS), draws=DRAWS,
-                         chains=REPLICATES, rng=np.random.default_rng(seed), tuning=TUNING,
-                         direction=direction, initial_positions=initial_positions,
-                         progressbar=False)
+                         chains=REPLICATES, rng=np.random.default_rng(seed), direction=direction,
+                         initial_positions=initial_positions,
+                         options=RunOptions(tuning=TUNING, progressbar=False))
 
 
 @pytest.fixture(scope="module")

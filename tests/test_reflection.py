@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import RunOptions, TuningOptions, run_annealing
 from pymc_anneal.kernels.integrators import leapfrog
 from pymc_anneal.paths import Path
 
@@ -82,10 +82,10 @@ def test_reflected_map_preserves_volume():
 
 
 def _invariance_run(bounded):
-    run = run_annealing(_truncated_path(bounded=bounded), kernel="hais",
-                        betas=np.linspace(0.0, 1.0, 41), draws=4000, chains=1,
-                        rng=np.random.default_rng(11), progressbar=False,
-                        tuning=TuningOptions(fixed={"step_size": 1.2}, mass_matrix="identity"))
+    run = run_annealing(_truncated_path(bounded=bounded), betas=np.linspace(0.0, 1.0, 41),
+                        draws=4000, chains=1, rng=np.random.default_rng(11),
+                        options=RunOptions(kernel="hais", progressbar=False, tuning=TuningOptions(
+                            fixed={"step_size": 1.2}, mass_matrix="identity")))
     return run.positions.reshape(-1, 2), float(np.mean(run.step_stats["acceptance_rate"]))
 
 

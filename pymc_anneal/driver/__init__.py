@@ -7,11 +7,14 @@ One job per module, in the order data flows:
   (built from a path and a kernel's declarations, and how to call it);
 - :mod:`~pymc_anneal.driver.cache`: compiled loops, bounded, freed with their model;
 - :mod:`~pymc_anneal.driver.tuning`: the pilot that tunes per-step kernel parameters;
+- :mod:`~pymc_anneal.driver.options`: :class:`RunOptions`, how a run anneals (kernel,
+  backend, tuning, progress), checked once by :func:`run_options`;
 - :mod:`~pymc_anneal.driver.run`: :func:`run_annealing`, forward or backward, chunk by chunk.
 """
 
+from pymc_anneal.driver.options import RunOptions, run_options
 from pymc_anneal.driver.run import DIRECTIONS, AnnealingRun, run_annealing
 from pymc_anneal.driver.tuning import TuningOptions, equal_length_schedule
 
-__all__ = ["DIRECTIONS", "AnnealingRun", "TuningOptions",
-           "equal_length_schedule", "run_annealing"]
+__all__ = ["DIRECTIONS", "AnnealingRun", "RunOptions", "TuningOptions",
+           "equal_length_schedule", "run_annealing", "run_options"]

@@ -36,8 +36,8 @@ import numpy as np
 
 from pymc_anneal.backends import validate_backend
 from pymc_anneal.driver.cache import compiled_loop
+from pymc_anneal.driver.options import RunOptions
 from pymc_anneal.driver.tuning import (
-    TuningOptions,
     auto_miss_message,
     auto_num_steps,
     auto_rerun_steps,
@@ -49,7 +49,7 @@ from pymc_anneal.driver.tuning import (
 )
 from pymc_anneal.estimators import effective_sample_size
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.kernels import Kernel, resolve_kernel
+from pymc_anneal.kernels import resolve_kernel
 
 __all__ = ["DIRECTIONS", "AnnealingRun", "run_annealing"]
 
@@ -90,18 +90,14 @@ def _chunks(num_steps: int, num_chunks: int, multiple: int | None = None) -> np.
 def run_annealing(
     path,
     *,
-    kernel: str | Kernel = "hais",
     betas: np.ndarray,
     draws: int,
     chains: int,
     rng: np.random.Generator,
-    backend: str = "auto",
-    tuning: TuningOptions | None = None,
-    kernel_options: dict | None = None,
+    options: RunOptions | None = None,
     direction: str = "forward",
     initial_positions: np.ndarray | None = None,
     num_chunks: int = 20,
-    progressbar: bool = True,
     label: str | None = None,
 ) -> AnnealingRun:
     """Anneal ``path`` through the increasing schedule ``betas`` (0 to 1).
@@ -110,16 +106,16 @@ def run_annealing(
     ----------
     path
         A path (see :mod:`pymc_anneal.paths`).
-    kernel : str or Kernel
-        A name in :data:`pymc_anneal.kernels.KERNELS` (built for ``path`` with
-        ``kernel_options``) or a kernel already built for it.
     betas : array (K + 1,)
         The schedule, strictly increasing from 0 to 1, in either direction.
     draws, chains : int
         Particles per chain, and independent chains (all run as one batch).
     rng : numpy.random.Generator
-    backend : {"auto", "jax", "numba", "c"}
-    tuning : TuningOptions, optional
+    options : RunOptions, optional
+        The kernel (a name in :data:`pymc_anneal.kernels.KERNELS`, built for ``path`` with
+        ``options.kernel_options``, a builder or a kernel already built for it; ``None``:
+        the path's ``default_kernel``), the backend, the tuning and the progress bar
+        (:func:`pymc_anneal.driver.options.run_options` builds it from user arguments).
     direction : {"forward", "backward"}
         Base to target (AIS), or target to base from ``initial_positions``.
     initial_positions : array (chains * draws, d), optional
@@ -134,11 +130,13 @@ def run_annealing(
     """
     from pymc_anneal._progress import annealing_progress
 
-    tuning = tuning or TuningOptions()
-    backend = validate_backend(backend)
+    options = options or RunOptions()
+    tuning, progressbar = options.tuning, options.progressbar
+    backend = validate_backend(options.backend)
     if direction not in DIRECTIONS:
         raise AnnealingError(f"unknown direction {direction!r}; must be one of {list(DIRECTIONS)}.")
-    kernel = resolve_kernel(kernel, path, **(kernel_options or {}))
+    kernel = resolve_kernel(path.default_kernel if options.kernel is None else options.kernel,
+                            path, **options.kernel_options)
     unknown = sorted(set(tuning.fixed) - set(kernel.parameter_names))
     if unknown:
         raise AnnealingError(f"the {kernel.name!r} kernel has no parameter(s) {unknown} to fix; "

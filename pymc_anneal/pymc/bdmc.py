@@ -67,21 +67,17 @@ import pytensor.tensor as pt
 import xarray as xr
 from pytensor.graph.replace import graph_replace
 
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.io import versions
-from pymc_anneal.kernels import KERNELS
+from pymc_anneal.io import bdmc_tree, result_attrs
 from pymc_anneal.pymc.adapter import model_path, refuse_discrete
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
-    check_choice,
     check_count,
     check_counts,
     check_model,
     check_random_seed,
-    check_tuning,
 )
 
 __all__ = ["bdmc", "simulate_data"]
@@ -285,13 +281,12 @@ def bdmc(
         raise AnnealingError(f"schedule must be a schedule's name for bdmc (one per K), got "
                              f"{type(schedule).__name__}.")
     make_schedule(schedule, 1)  # validates the name
-    if isinstance(kernel, str):
-        kernel = check_choice("kernel", kernel, KERNELS)
-    backend = check_backend(backend)
-    tuning = TuningOptions(**check_tuning(
-        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+    options = run_options(
+        kernel=kernel, backend=backend, progressbar=progressbar,
+        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
+        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule))
+        target_acceptance=target_acceptance, schedule=schedule)
     refuse_discrete(model, "bdmc")
     model_path(model)  # the model's checks: proper, observed
     rng, seed_attr = check_random_seed(random_seed)
@@ -299,8 +294,7 @@ def bdmc(
     simulator = _simulator(model)
     truth, positions, data = simulator.simulate(num_datasets, sim_rng)
     path = model_path(simulator.model).path
-    run = dict(kernel=kernel, backend=backend, tuning=tuning, draws=draws, chains=chains,
-               progressbar=progressbar, kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
+    run = {"options": options, "draws": draws, "chains": chains}
     rows = []  # per K: (lower, lower_se, upper, upper_se), each over datasets
     for k in steps:
         betas = make_schedule(schedule, k)
@@ -309,51 +303,45 @@ def bdmc(
         mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
         row = []
         for d, dataset_rng in enumerate(rng.spawn(num_datasets)):
-            forward_rng, backward_rng = dataset_rng.spawn(2)
             simulator.set_data(data, d)
-            where = f"K={k}, dataset {d + 1}/{num_datasets}"
-            forward = run_annealing(path, betas=betas, rng=forward_rng,
-                                    label=f"{path.name} (BDMC forward, {where})", **run)
-            backward = run_annealing(
-                path, betas=mixed, rng=backward_rng, direction="backward",
-                initial_positions=np.tile(positions[d], (draws * chains, 1)),
-                label=f"{path.name} (BDMC backward, {where})", **run)
-            low = estimate_log_z(forward.log_weights)
-            rev = estimate_log_z(backward.log_weights)
-            upper = path.log_base_normalizer - rev.log_z
-            if not (np.isfinite(low.log_z) and np.isfinite(upper)):
-                side = "forward" if not np.isfinite(low.log_z) else "backward"
-                raise AnnealingError(
-                    f"with K={k} every particle of the {side} run on simulated dataset {d} has "
-                    "zero weight (a log-likelihood of -inf or NaN along the path); check the "
-                    "model's likelihood where the prior puts its mass.")
-            row.append((low.log_z, low.standard_error, upper, rev.standard_error))
+            bounds, kernel_name = _bounds(path, betas, mixed, positions[d], dataset_rng, run,
+                                          where=(k, d, num_datasets))
+            row.append(bounds)
         rows.append(np.array(row).T)
     lower_d, lower_se_d, upper_d, upper_se_d = (np.array(c) for c in zip(*rows))  # (K, D)
-    pooled = _pool(lower_d, lower_se_d, upper_d, upper_se_d)
-    coords = {"num_steps": np.array(steps), "dataset": np.arange(num_datasets)}
-    per_dataset = ("num_steps", "dataset")
-    stats = xr.Dataset(
-        {**{name: ("num_steps", value) for name, value in pooled.items()},
-         "dataset_lower": (per_dataset, lower_d), "dataset_lower_se": (per_dataset, lower_se_d),
-         "dataset_upper": (per_dataset, upper_d), "dataset_upper_se": (per_dataset, upper_se_d)},
-        coords=coords)
+    attrs = result_attrs("bdmc", kernel=kernel_name, backend=options.backend,
+                         schedule=schedule, draws=draws, chains=chains,
+                         num_datasets=num_datasets, num_mixing_steps=num_mixing_steps,
+                         random_seed=seed_attr, model=model.name or None)
+    per_dataset = {"dataset_lower": lower_d, "dataset_lower_se": lower_se_d,
+                   "dataset_upper": upper_d, "dataset_upper_se": upper_se_d}
+    return bdmc_tree(steps, _pool(lower_d, lower_se_d, upper_d, upper_se_d), per_dataset,
+                     data, truth, attrs)
 
-    def with_datasets(values):
-        return xr.Dataset({name: (("dataset", *(f"{name}_dim_{i}" for i in range(v.ndim - 1))), v)
-                           for name, v in values.items()},
-                          coords={"dataset": coords["dataset"]})
 
-    observed, true_parameters = with_datasets(data), with_datasets(truth)
-    tree = xr.DataTree.from_dict({"sample_stats": stats, "observed_data": observed,
-                                  "true_parameters": true_parameters})
-    attrs = {"inference_library": "pymc_anneal", "method": "bdmc",
-             "kernel": forward.settings["kernel"], "backend": backend, "schedule": schedule,
-             "draws": draws, "chains": chains, "num_datasets": num_datasets,
-             "num_mixing_steps": num_mixing_steps, "random_seed": seed_attr,
-             "model": model.name or None, "versions": versions()}
-    tree.attrs.update({k: v for k, v in attrs.items() if v is not None})
-    return tree
+def _bounds(path, betas, mixed, position, rng, run: dict, *, where: tuple[int, int, int]):
+    """One simulated dataset's bounds at one K: ``((lower, lower_se, upper, upper_se), the
+    kernel's name)``, from a forward run on ``betas`` and a backward run on ``mixed`` from
+    the true parameters ``position`` (``where``: K, the dataset and the number of them)."""
+    k, d, num_datasets = where
+    forward_rng, backward_rng = rng.spawn(2)
+    label = f"K={k}, dataset {d + 1}/{num_datasets}"
+    forward = run_annealing(path, betas=betas, rng=forward_rng,
+                            label=f"{path.name} (BDMC forward, {label})", **run)
+    backward = run_annealing(
+        path, betas=mixed, rng=backward_rng, direction="backward",
+        initial_positions=np.tile(position, (run["draws"] * run["chains"], 1)),
+        label=f"{path.name} (BDMC backward, {label})", **run)
+    low = estimate_log_z(forward.log_weights)
+    rev = estimate_log_z(backward.log_weights)
+    upper = path.log_base_normalizer - rev.log_z
+    if not (np.isfinite(low.log_z) and np.isfinite(upper)):
+        side = "forward" if not np.isfinite(low.log_z) else "backward"
+        raise AnnealingError(
+            f"with K={k} every particle of the {side} run on simulated dataset {d} has "
+            "zero weight (a log-likelihood of -inf or NaN along the path); check the "
+            "model's likelihood where the prior puts its mass.")
+    return (low.log_z, low.standard_error, upper, rev.standard_error), forward.settings["kernel"]
 
 
 def _pool(lower, lower_se, upper, upper_se) -> dict[str, np.ndarray]:

@@ -15,24 +15,21 @@ import xarray as xr
 
 from pymc_anneal.backends import compile_one_off
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
-from pymc_anneal.driver import AnnealingRun, TuningOptions, run_annealing
+from pymc_anneal.driver import AnnealingRun, run_annealing, run_options
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
-from pymc_anneal.kernels import KERNELS
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.paths import check_gaussian_base, fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_path
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
-    check_backend,
     check_chain_weights,
     check_choice,
     check_count,
     check_model,
     check_positive_float,
     check_random_seed,
-    check_tuning,
 )
 
 __all__ = ["AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES", "check_run_weights",
@@ -239,33 +236,31 @@ def sample_ais(
     fit_steps = check_count("fit_steps", fit_steps, 1)
     if fit_draws is not None:
         fit_draws = check_count("fit_draws", fit_draws, 2)
-    if isinstance(kernel, str):
-        kernel = check_choice("kernel", kernel, KERNELS)
-    backend = check_backend(backend)
-    tuning = TuningOptions(**check_tuning(
-        step_size=step_size, momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
+    options = run_options(
+        kernel=kernel, backend=backend, progressbar=progressbar,
+        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
+        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule))
-    main_tuning = tuning
+        target_acceptance=target_acceptance, schedule=schedule)
+    main_tuning = options.tuning
     if auto:
         variance = AUTO_VARIANCE if dlogz is None else min(
             AUTO_VARIANCE, float(np.log1p(draws * chains * dlogz**2)))
-        main_tuning = dataclasses.replace(tuning, auto_variance=variance)
+        main_tuning = dataclasses.replace(options.tuning, auto_variance=variance)
     discrete = check_choice("discrete", discrete, DISCRETE_ROUTES)
     mp = model_path(model, discrete)
     rng, seed_attr = check_random_seed(random_seed)
     if mp.path is None:
-        return _exact_sum(model, mp, draws, chains, rng, backend, seed_attr)
+        return _exact_sum(model, mp, draws, chains, rng, options.backend, seed_attr)
     annealed = _annealed_discrete(mp)
     if annealed:
-        if not (isinstance(kernel, str) and kernel in INNER_KERNELS):
+        if not (isinstance(options.kernel, str) and options.kernel in INNER_KERNELS):
             raise AnnealingError(
                 f"the annealed discrete variables {annealed} are moved by a Metropolis step "
                 f"composed with an HMC kernel; kernel must be one of {list(INNER_KERNELS)}, "
-                f"got {kernel!r}.")
-        kernel = functools.partial(build_compound_kernel, inner=kernel)
-    run = dict(kernel=kernel, backend=backend, tuning=tuning, progressbar=progressbar,
-               kernel_options={"num_leapfrog_steps": num_leapfrog_steps})
+                f"got {options.kernel!r}.")
+        options = options.replace(
+            kernel=functools.partial(build_compound_kernel, inner=options.kernel))
     path, fit_info, fit_time = mp.path, {}, 0.0
     if base == "gaussian":
         check_gaussian_base(mp.path)  # before the fitting run, not after it
@@ -275,8 +270,8 @@ def sample_ais(
         fit_draws = fit_draws or min(max(num_pilot, 10 * d), 4000)
         fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
         fit = run_annealing(mp.path, betas=make_schedule(fit_schedule, fit_steps),
-                            draws=fit_draws, chains=1, rng=fit_rng,
-                            label=f"{mp.path.name} (fitting the base)", **run)
+                            draws=fit_draws, chains=1, rng=fit_rng, options=options,
+                            label=f"{mp.path.name} (fitting the base)")
         # equally weighted: the particles of a short run are each close to the posterior
         # (lagging a little, i.e. slightly too wide, which suits a base), while their
         # weights are often degenerate in high dimensions (so a low ESS here is no warning)
@@ -293,7 +288,7 @@ def sample_ais(
                     "fit_ess": float(np.sum(fit.settings["ess"]))}
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                           **{**run, "tuning": main_tuning})
+                           options=options.replace(tuning=main_tuning))
     check_run_weights(path, result)
     if base == "gaussian":  # the fitting run from the prior is a second, independent estimate
         message = second_opinion_message(

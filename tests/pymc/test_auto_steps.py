@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate
 
 import pymc_anneal as pa
-from pymc_anneal.driver import TuningOptions, run_annealing
+from pymc_anneal.driver import RunOptions, TuningOptions, run_annealing
 from pymc_anneal.driver.tuning import (
     AUTO_MAX_RERUNS,
     AUTO_MAX_STEPS,
@@ -91,8 +91,9 @@ def test_pilot_measures_the_thermodynamic_length():
     draws: a few % of noise, averaged over the steps; the left Riemann sum adds a bias
     below 1%) is within 10% of the exact length, and K follows the rule."""
     run = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=200, chains=2,
-                        rng=np.random.default_rng(3), progressbar=False,
-                        tuning=TuningOptions(auto_variance=AUTO_VARIANCE))
+                        rng=np.random.default_rng(3),
+                        options=RunOptions(progressbar=False,
+                                           tuning=TuningOptions(auto_variance=AUTO_VARIANCE)))
     exact = _exact_length(GAUSSIAN)
     length = run.settings["thermodynamic_length"]
     assert length == pytest.approx(exact, rel=0.1)
@@ -136,15 +137,16 @@ def test_inefficiency_is_one_for_exact_draws_and_grows_with_lag():
     under perfect mixing) is about 1 for a kernel that draws p_beta exactly, and large for
     HAIS with a step size too small to keep up with the moving target."""
     options = TuningOptions(auto_variance=AUTO_VARIANCE)
-    exact = run_annealing(GAUSSIAN.path, kernel=_exact_draws_kernel,
-                          betas=make_schedule("linear", 256), draws=200, chains=2,
-                          rng=np.random.default_rng(4), progressbar=False, tuning=options)
+    exact = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=200, chains=2,
+                          rng=np.random.default_rng(4),
+                          options=RunOptions(kernel=_exact_draws_kernel, progressbar=False,
+                                             tuning=options))
     # each band's log(N/ESS) comes from 256 particles: about 10% noise, pooled over 8 bands
     assert 1.0 <= exact.settings["inefficiency"] < 1.3, exact.settings["inefficiency"]
     slow = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=200,
-                         chains=2, rng=np.random.default_rng(4), progressbar=False,
-                         tuning=TuningOptions(auto_variance=AUTO_VARIANCE,
-                                              fixed={"step_size": 0.02}))
+                         chains=2, rng=np.random.default_rng(4),
+                         options=RunOptions(progressbar=False, tuning=TuningOptions(
+                             auto_variance=AUTO_VARIANCE, fixed={"step_size": 0.02})))
     assert slow.settings["inefficiency"] > 5.0, slow.settings["inefficiency"]
     assert slow.settings["num_steps"] > 4 * exact.settings["num_steps"]
 
@@ -165,9 +167,9 @@ def test_a_run_that_misses_the_target_is_repeated(monkeypatch):
 
     monkeypatch.setattr(run_module, "tune", optimistic_tune)
     run = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=500,
-                        chains=2, rng=np.random.default_rng(5), progressbar=False,
-                        tuning=TuningOptions(auto_variance=AUTO_VARIANCE,
-                                             fixed={"step_size": 0.15}))
+                        chains=2, rng=np.random.default_rng(5),
+                        options=RunOptions(progressbar=False, tuning=TuningOptions(
+                            auto_variance=AUTO_VARIANCE, fixed={"step_size": 0.15})))
     assert 1 <= run.settings["auto_reruns"] <= AUTO_MAX_RERUNS
     first_k = auto_num_steps(run.settings["thermodynamic_length"], AUTO_VARIANCE)
     assert run.settings["num_steps"] > AUTO_RERUN_FACTOR * first_k
@@ -245,7 +247,8 @@ def test_auto_bad_input(normal_mean):
         pa.sample_ais(model=model, num_steps="many", progressbar=False)
     with pytest.raises(pa.AnnealingError, match="its extra check chain needs them too"):
         run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 16), draws=10, chains=2,
-                      rng=np.random.default_rng(0), progressbar=False,
-                      tuning=TuningOptions(auto_variance=AUTO_VARIANCE),
-                      initial_positions=np.zeros((20, GAUSSIAN.path.num_dims)))
+                      rng=np.random.default_rng(0),
+                      initial_positions=np.zeros((20, GAUSSIAN.path.num_dims)),
+                      options=RunOptions(progressbar=False,
+                                           tuning=TuningOptions(auto_variance=AUTO_VARIANCE)))
 

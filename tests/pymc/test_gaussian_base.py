@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 import pymc_anneal as pa
-from pymc_anneal.driver import run_annealing
+from pymc_anneal.driver import RunOptions, run_annealing
 from pymc_anneal.driver.cache import LOOPS
 from pymc_anneal.driver.tuning import auto_num_steps
 from pymc_anneal.paths import fit_gaussian, gaussian_base_path
@@ -99,7 +99,7 @@ def test_gaussian_base_path_one_step_is_importance_sampling_from_q(normal_mean, 
 
     path = dataclasses.replace(path, sample_base=recording_sample_base)
     result = run_annealing(path, betas=make_schedule("linear", 1), draws=300, chains=2,
-                     rng=np.random.default_rng(7), progressbar=False)
+                     rng=np.random.default_rng(7), options=RunOptions(progressbar=False))
     z0 = np.concatenate(recorded[-2:])[:, 0].reshape(2, 300)  # the estimate's base draws
     mu = m + s * z0
     p = target.params

@@ -16,7 +16,7 @@ from scipy import stats
 
 import pymc_anneal as pa
 from pymc_anneal.backends import default_backend
-from pymc_anneal.driver import run_annealing
+from pymc_anneal.driver import RunOptions, run_annealing
 from pymc_anneal.estimators import log_mean_exp
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.schedules import make_schedule
@@ -88,7 +88,7 @@ def test_one_step_is_plain_importance_sampling(normal_mean):
 
     path = dataclasses.replace(mp.path, sample_base=recording_sample_base)
     result = run_annealing(path, betas=make_schedule("linear", 1), draws=300, chains=2,
-                     rng=np.random.default_rng(7), progressbar=False)
+                     rng=np.random.default_rng(7), options=RunOptions(progressbar=False))
     x0 = np.concatenate(recorded[-2:])[:, 0]
     y, sigma = target.params["y"], target.params["noise_sd"]
     log_lik = stats.norm.logpdf(y[None, :], x0[:, None], sigma).sum(axis=1)
