@@ -363,6 +363,13 @@ def compare(
           :mod:`pymc_anneal.diagnostics`). Such an estimate is likely biased low and
           its error bars too narrow: rerun it with a larger ``num_steps``.
 
+        - ``elpd_loo``, ``elpd_loo_se`` (only when every result has a ``log_likelihood``
+          group, e.g. ``sample_ais(idata_kwargs={"log_likelihood": True})``): the PSIS-LOO
+          expected log predictive density of the posterior draws and its standard error
+          (:func:`arviz_stats.loo`), beside the evidence. The two answer different
+          questions: the evidence scores the prior's predictions of the data, LOO the
+          posterior's predictions of each held-out point.
+
         ``DataFrame.attrs`` records ``prob`` and the rule used for ``se``.
 
     Raises
@@ -442,7 +449,21 @@ def compare(
         "warning": [bool(r) for r in reasons],
         "warning_reason": ["; ".join(r) for r in reasons],
     }, index=names)
+    loo = _loo_columns(list(idatas.values()))
+    for column, values in loo.items():
+        table[column] = values
     table = table.sort_values("log_evidence", ascending=False, kind="stable")
     table.insert(0, "rank", np.arange(len(table)))
     table.attrs.update({"prob": prob, "se": "max(delta-method standard error, chain spread)"})
-    return table[COLUMNS]
+    return table[COLUMNS + list(loo)]
+
+
+def _loo_columns(values) -> dict[str, list[float]]:
+    """PSIS-LOO's ``elpd_loo`` and ``elpd_loo_se`` of every result, when every one has a
+    ``log_likelihood`` group (else no columns)."""
+    if not all(isinstance(v, xr.DataTree) and "log_likelihood" in v.children for v in values):
+        return {}
+    from arviz_stats import loo
+
+    out = [loo(v) for v in values]
+    return {"elpd_loo": [float(o.elpd) for o in out], "elpd_loo_se": [float(o.se) for o in out]}

@@ -99,10 +99,16 @@ def test_loo_reads_the_result(good):
 
 def test_compare_ranks_loo_and_evidence_alike(good, poor):
     results = {"good": good[2], "poor": poor[2]}
-    table = az.compare(results)
+    table = az.compare(results, round_to="none")
     assert list(table.index) == ["good", "poor"]
     evidence = pa.compare(results)  # the evidence tools read the extended trees
     assert list(evidence.index) == ["good", "poor"]
+    # LOO beside the evidence, in one table: the same numbers as az.compare's
+    np.testing.assert_allclose(evidence["elpd_loo"], table.loc[evidence.index, "elpd"],
+                               rtol=1e-12)
+    np.testing.assert_allclose(evidence["elpd_loo_se"], table.loc[evidence.index, "se"],
+                               rtol=1e-12)
+    assert "elpd_loo" not in pa.compare({"good": good[1], "poor": poor[1]}).columns
     for plain, extended in ((good[1], good[2]), (poor[1], poor[2])):
         assert pa.log_evidence(extended) == pa.log_evidence(plain)
     assert pa.bayes_factor(good[2], poor[2]) == pa.bayes_factor(good[1], poor[1])
