@@ -106,6 +106,20 @@ def routes_for(case: ModelCase, bases=("prior", "gaussian")) -> list[tuple[str, 
     return [(d, b) for d in discretes for b in bases]
 
 
+def same_as_auto(model, discrete: str) -> bool:
+    """Whether ``discrete=`` (``"sum"`` or ``"anneal"``) sums exactly the discrete variables
+    that ``"auto"`` sums for ``model`` with its current data: then its runs are the runs of
+    ``"auto"`` (same seeds, same numbers), which would waste the time and count each z
+    twice. A route that refuses the model is not the same (its refusal is checked)."""
+    from pymc_anneal.exceptions import AnnealingError
+    from pymc_anneal.pymc.adapter import model_path
+
+    try:
+        return set(model_path(model, discrete).summed) == set(model_path(model, "auto").summed)
+    except AnnealingError:
+        return False
+
+
 @contextlib.contextmanager
 def count_loop_runs():
     """Count calls of :func:`pymc_anneal.driver.run_annealing` (the compile-and-run entry
@@ -179,6 +193,9 @@ def run_case(case: ModelCase, routes, backend: str = "jax", seeds=(0,), datasets
         for index in datasets:
             if case.params.get("use_data"):
                 case.set_data(model, index)
+            if (("auto", base) in routes and discrete != "auto"
+                    and same_as_auto(model, discrete)):
+                continue  # the same runs as "auto": they would be counted twice
             for seed in seeds:
                 scores.append(_one(model, case, index, discrete, base, backend, seed,
                                    draws=draws, chains=chains, num_steps=num_steps, **options))
