@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pymc_anneal as pa  # noqa: E402
 from pymc_anneal.energy import BernoulliRBM  # noqa: E402
-from pymc_anneal.energy.annealing import rbm_path  # noqa: E402
+from pymc_anneal.energy.rbm import rbm_path  # noqa: E402
 
 N_VISIBLE, N_HIDDEN, N_CHAINS = 784, 500, 1000
 
