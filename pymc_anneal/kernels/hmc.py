@@ -50,8 +50,8 @@ from pymc_anneal.kernels.integrators import leapfrog
 from pymc_anneal.paths import Path
 from pymc_anneal.validation import check_count
 
-__all__ = ["MOMENTUM_PARAMETERS", "HMCState", "build_kernel", "default_refresh",
-           "draw_momentum", "momentum_mask"]
+__all__ = ["INV_MASS", "MOMENTUM_PARAMETERS", "MOMENTUM_SCALE", "REFRESH", "STEP_SIZE",
+           "HMCState", "build_kernel", "default_refresh", "draw_momentum", "momentum_mask"]
 
 MAX_ENERGY_ERROR = 1000.0
 
@@ -89,13 +89,13 @@ STEP_SIZE = StepParameter("step_size", default=lambda d: 0.5 * d**-0.25, tuning=
 """The leapfrog step size, tuned by the pilot to the target acceptance rate."""
 INV_MASS = StepParameter("inv_mass", per_dimension=True, default=1.0, tuning="variance")
 """The diagonal inverse mass matrix, set by the pilot from the particles' variances."""
-MOMENTUM_PARAMETERS = (
-    STEP_SIZE,
-    StepParameter("refresh", default=0.0, derive=lambda a: default_refresh(a["step_size"]),
-                  no_op=0.0),
-    INV_MASS,
-    StepParameter("momentum_scale", per_dimension=True, derive=_momentum_scale, no_op=1.0),
-)
+REFRESH = StepParameter("refresh", default=0.0,
+                        derive=lambda a: default_refresh(a[STEP_SIZE.name]), no_op=0.0)
+"""The momentum refresh fraction, by default :func:`default_refresh` of the step size."""
+MOMENTUM_SCALE = StepParameter("momentum_scale", per_dimension=True, derive=_momentum_scale,
+                               no_op=1.0)
+"""sqrt(previous inv_mass / inv_mass): 1 within a temperature band."""
+MOMENTUM_PARAMETERS = (STEP_SIZE, REFRESH, INV_MASS, MOMENTUM_SCALE)
 """HAIS's parameters: the momentum refresh fraction follows the step size, and
 ``momentum_scale`` = sqrt(previous inv_mass / inv_mass) follows the mass matrix."""
 
