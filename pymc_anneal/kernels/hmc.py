@@ -39,13 +39,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import (
-    Kernel,
-    StateField,
-    StepParameter,
-    metropolis_accept,
-    select,
-)
+from pymc_anneal.kernels.base import Kernel, StateField, StepParameter, metropolis_accept, select
 from pymc_anneal.kernels.integrators import leapfrog
 from pymc_anneal.paths import Path
 from pymc_anneal.validation import check_count

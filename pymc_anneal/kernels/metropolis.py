@@ -12,13 +12,7 @@ from typing import NamedTuple
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import (
-    Kernel,
-    StateField,
-    StepParameter,
-    metropolis_accept,
-    select,
-)
+from pymc_anneal.kernels.base import Kernel, StateField, StepParameter, metropolis_accept, select
 from pymc_anneal.paths import Path
 
 __all__ = ["MetropolisState", "build_kernel"]
