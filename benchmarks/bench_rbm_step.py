@@ -11,7 +11,7 @@ Printed, all measured in this one run (the machines are noisy: compare ratios, n
 * ``pymc_anneal``'s compiled loop per backend: sampling time / number of steps;
 * for comparison, the Numba loop with the weight update computed the plain way, as the
   difference of two log densities (two softplus per hidden unit, as before 2026-11-23),
-  instead of the shared-exponential form of ``_softplus_increment``.
+  instead of the shared-exponential form of ``softplus_increment`` (energy/bernoulli.py).
 
 Each timing is the median of ``--reps`` repetitions; the compiled loop's compile/JIT time is
 excluded by a warm-up call. Run: ``python benchmarks/bench_rbm_step.py [--backends numba,jax]``.
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pymc_anneal as pa  # noqa: E402
 from pymc_anneal.energy import BernoulliRBM  # noqa: E402
-from pymc_anneal.energy.annealing import rbm_path  # noqa: E402
+from pymc_anneal.energy.rbm import rbm_path  # noqa: E402
 
 N_VISIBLE, N_HIDDEN, N_CHAINS = 784, 500, 1000
 

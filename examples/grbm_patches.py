@@ -111,7 +111,7 @@ from matplotlib.figure import Figure
 
 import pymc_anneal as pa
 from pymc_anneal.energy import image_patches, train_grbm
-from pymc_anneal.energy.annealing import grbm_moments
+from pymc_anneal.energy.grbm import grbm_moments
 
 METHODS = ("ais", "ais_mean", "ais_cov")
 LABELS = {"ais": "AIS", "ais_mean": "AIS_MEAN", "ais_cov": "AIS_COV"}

@@ -436,3 +436,35 @@ def test_every_kernel_estimates_a_closed_form_log_z(kernel_case):
     est = pa.log_evidence(idata)
     assert abs(est.log_evidence) < 3 * est.standard_error, (kernel_case.name, est)
     assert abs(est.log_evidence) < 0.05, (kernel_case.name, est)
+
+
+def test_metropolis_accept_rejects_bad_proposals_and_flags_divergences():
+    """The one Metropolis test the kernels share: a proposal with a non-finite log density,
+    a NaN ratio or one marked invalid is never accepted, and it is divergent only where the
+    current state was finite; a ratio >= 0 is always accepted, one of -inf never."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_anneal.kernels.base import metropolis_accept, select
+
+    old, new, delta = pt.dvector("old"), pt.dvector("new"), pt.dvector("delta")
+    invalid_in = pt.bvector("invalid")
+    rng = pytensor.shared(np.random.default_rng(0))
+    _, accepted, info = metropolis_accept(rng, old, new, delta, old.shape, pt.neq(invalid_in, 0))
+    kept = select(accepted, (new, pt.stack([new, new], axis=1)),
+                  (old, pt.stack([old, old], axis=1)))
+    fn = pytensor.function([old, new, delta, invalid_in],
+                           [accepted, info.acceptance_rate, info.is_divergent, *kept],
+                           mode="FAST_COMPILE")
+    inf, nan = np.inf, np.nan
+    #             fine  -inf new  nan delta  invalid  old -inf  always  never
+    old_v = np.array([0.0, 0.0, 0.0, 0.0, -inf, 0.0, 0.0])
+    new_v = np.array([1.0, -inf, 1.0, 1.0, -inf, 2.0, -3.0])
+    delta_v = np.array([1.0, -inf, nan, 1.0, nan, 0.0, -inf])
+    invalid_v = np.array([0, 0, 0, 1, 0, 0, 0], dtype="int8")
+    accepted_v, rate, divergent, kept_1, kept_2 = fn(old_v, new_v, delta_v, invalid_v)
+    np.testing.assert_array_equal(accepted_v, [1, 0, 0, 0, 0, 1, 0])
+    np.testing.assert_array_equal(rate, [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(divergent, [0, 1, 1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(kept_1, np.where(accepted_v, new_v, old_v))
+    np.testing.assert_array_equal(kept_2, np.stack([kept_1, kept_1], axis=1))

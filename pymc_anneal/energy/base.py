@@ -15,12 +15,20 @@ An :class:`EnergyModel` is an unnormalized density :math:`p^*(x) = \exp(-F(x))` 
   given an exact or estimated :math:`\log Z`.
 
 :class:`FunctionEnergy` wraps any user-supplied graph builder.
+
+**The default annealing path.** :func:`gaussian_energy_path` makes the linear path from a
+normalized Gaussian base :math:`q` (diagonal, or with a full covariance) to any model,
+:math:`\log f_\beta = \log q + \beta(\log p^* - \log q)`, for the HMC, MALA and
+Metropolis kernels; :math:`\log Z_0 = 0`. A model with a better path of its own (Gibbs
+conditionals, a fitted base) provides it in its module and overrides
+:meth:`EnergyModel.annealing_path`.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pytensor
@@ -28,9 +36,11 @@ import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.validation import check_count, check_finite_array, check_real
+from pymc_anneal.paths import Path, fit_gaussian
+from pymc_anneal.validation import check_choice, check_count, check_finite_array, check_real
 
-__all__ = ["DTYPES", "EnergyModel", "FunctionEnergy"]
+__all__ = ["DTYPES", "GAUSSIAN_BASES", "EnergyModel", "FunctionEnergy", "Moments", "as_moments",
+           "data_moments", "gaussian_energy_path"]
 
 DTYPES = ("float64", "float32")
 """Supported dtypes of a model's parameters and PyTensor graphs."""
@@ -79,6 +89,38 @@ GAUSSIAN_BASES = ("isotropic", "diagonal", "full")
 """Gaussian bases that :meth:`EnergyModel.annealing_path` fits to moments or data."""
 
 
+class Moments(NamedTuple):
+    """First and second moments of a target distribution."""
+
+    mean: np.ndarray  # (D,)
+    covariance: np.ndarray  # (D, D)
+    source: str  # "mcmc", "data" or "given"
+
+
+def data_moments(data, num_dims: int) -> Moments:
+    """Mean and covariance of ``data`` (N >= 2, num_dims), finite."""
+    data = check_finite_array("data", data, (None, num_dims))
+    if data.shape[0] < 2:
+        raise AnnealingError(f"moments of data need at least 2 rows, got shape {data.shape}.")
+    return Moments(data.mean(axis=0), np.cov(data, rowvar=False).reshape(num_dims, num_dims), "data")
+
+
+def as_moments(moments, num_dims: int) -> Moments:
+    """``moments``, a pair (mean (num_dims,), covariance (num_dims, num_dims)) or
+    :class:`Moments`, checked, with the covariance symmetrized."""
+    try:
+        mean, cov = (np.asarray(m, dtype=np.float64) for m in moments[:2])
+    except (TypeError, ValueError) as err:
+        raise AnnealingError("moments must be a pair (mean (D,), covariance (D, D)), "
+                             f"got {type(moments).__name__}.") from err
+    if mean.shape != (num_dims,) or cov.shape != (num_dims, num_dims):
+        raise AnnealingError(f"moments must have shapes ({num_dims},) and ({num_dims}, {num_dims}), "
+                             f"got {mean.shape} and {cov.shape}.")
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
+        raise AnnealingError("moments contain NaN or infinite values.")
+    return Moments(mean, (cov + cov.T) / 2, getattr(moments, "source", "given"))
+
+
 class EnergyModel(abc.ABC):
     r"""An unnormalized density :math:`p^*(x) = \exp(-F(x))` over a batch of states.
 
@@ -118,7 +160,7 @@ class EnergyModel(abc.ABC):
 
         By default the linear path from a diagonal Gaussian base (``base_mean``,
         ``base_scale``; standard normal if not given) to this model's unnormalized density
-        (:func:`pymc_anneal.energy.annealing.gaussian_energy_path`), with the ``"hais"``
+        (:func:`gaussian_energy_path`), with the ``"hais"``
         kernel. A Gaussian base can instead be fitted: ``base`` in
         :data:`GAUSSIAN_BASES` (``"isotropic"``: one variance, their mean; ``"diagonal"``;
         ``"full"``: the whole covariance) from ``moments=(mean, covariance)`` (e.g. of MCMC
@@ -129,10 +171,6 @@ class EnergyModel(abc.ABC):
         (conditionals, a fitted base) overrides this method, which is all
         :func:`pymc_anneal.ais` needs of a new model.
         """
-        from pymc_anneal.energy.annealing import _given_moments, gaussian_energy_path
-        from pymc_anneal.paths import fit_gaussian
-        from pymc_anneal.validation import check_choice
-
         if base is None and data is None and moments is None:
             return gaussian_energy_path(self, base_mean, base_scale), kernel or "hais"
         base = check_choice("base", "diagonal" if base is None else base, GAUSSIAN_BASES)
@@ -140,7 +178,7 @@ class EnergyModel(abc.ABC):
             raise AnnealingError(f"base={base!r} is fitted to data or moments; give either that "
                                  "or base_mean and base_scale, not both.")
         if moments is not None:
-            mean, cov = _given_moments(moments, self.num_dims)[:2]
+            mean, cov = as_moments(moments, self.num_dims)[:2]
         elif data is not None:
             array = self.check_data(data)
             if array.shape[0] < 2:
@@ -301,3 +339,72 @@ class FunctionEnergy(EnergyModel):
                 "Pass log_z=... if you know it, or estimate it with pymc_anneal.ais(model, ...)."
             )
         return self._log_z
+
+
+# -- the default annealing path --------------------------------------------------------------
+
+
+def gaussian_energy_path(model, mean=None, scale=None, cov=None) -> Path:
+    r"""The linear path from a normalized Gaussian :math:`q = \mathcal N(\mu, \operatorname{diag}(s^2))`
+    to ``model``'s unnormalized density, for the ``"hais"``, ``"hmc"`` and ``"metropolis"`` kernels.
+
+    Parameters
+    ----------
+    model : EnergyModel
+    mean, scale : array (num_dims,) or float, optional
+        The base's mean (default 0) and standard deviations (default 1). A base close to the
+        target in location and scale makes AIS far more efficient.
+    cov : array (num_dims, num_dims), optional
+        A full covariance instead of ``scale``.
+    """
+    d = int(model.num_dims)
+    if cov is not None:
+        return _full_gaussian_energy_path(model, mean, cov)
+    mean = np.broadcast_to(np.asarray(0.0 if mean is None else mean, dtype=np.float64), (d,)).copy()
+    scale = np.broadcast_to(np.asarray(1.0 if scale is None else scale, dtype=np.float64), (d,)).copy()
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(scale)) and np.all(scale > 0)):
+        raise AnnealingError(f"the Gaussian base needs a finite mean and positive finite scales; got "
+                             f"mean {mean[:3].tolist()}..., scale {scale[:3].tolist()}...")
+    mean_t, scale_t = pt.constant(mean), pt.constant(scale)
+    log_norm = -0.5 * d * np.log(2 * np.pi) - float(np.log(scale).sum())
+
+    def log_densities(x):
+        log_q = -0.5 * (((x - mean_t) / scale_t) ** 2).sum(axis=1) + log_norm
+        log_p = model.log_unnormalized(x.astype(model.dtype)).astype("float64")
+        return log_q, log_p - log_q
+
+    def sample_base(rng, num_draws):
+        return mean + scale * rng.standard_normal((num_draws, d))
+
+    return Path(num_dims=d, build_log_densities=log_densities, sample_base=sample_base,
+                log_base_normalizer=0.0, base_scale=scale, name=getattr(model, "name", "energy"))
+
+
+def _full_gaussian_energy_path(model, mean, cov) -> Path:
+    """:func:`gaussian_energy_path` with a full-covariance base."""
+    d = int(model.num_dims)
+    mean = np.broadcast_to(np.asarray(0.0 if mean is None else mean, dtype=np.float64), (d,)).copy()
+    cov = np.asarray(cov, dtype=np.float64)
+    try:
+        chol = np.linalg.cholesky(0.5 * (cov + cov.T))
+    except np.linalg.LinAlgError as err:
+        raise AnnealingError("the Gaussian base's covariance is not positive definite; "
+                             "give more data or moments with a full-rank covariance.") from err
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(chol))):
+        raise AnnealingError("the Gaussian base needs a finite mean and covariance.")
+    inv_chol = np.linalg.inv(chol)
+    log_norm = -0.5 * d * np.log(2 * np.pi) - float(np.log(np.diag(chol)).sum())
+    mean_t, inv_chol_t = pt.constant(mean), pt.constant(inv_chol.T.copy())
+
+    def log_densities(x):
+        z = pt.dot(x - mean_t, inv_chol_t)
+        log_q = -0.5 * pt.sum(z**2, axis=1) + log_norm
+        log_p = model.log_unnormalized(x.astype(model.dtype)).astype("float64")
+        return log_q, log_p - log_q
+
+    def sample_base(rng, num_draws):
+        return mean + rng.standard_normal((num_draws, d)) @ chol.T
+
+    return Path(num_dims=d, build_log_densities=log_densities, sample_base=sample_base,
+                log_base_normalizer=0.0, base_scale=np.sqrt(np.diag(chol @ chol.T)),
+                name=getattr(model, "name", "energy"), info={"base": "gaussian_full"})

@@ -67,6 +67,7 @@ from pymc_anneal.energy.rbm import (
     as_generator,
     check_binary,
     check_parameters,
+    rbm_gibbs_sweep,
     sigmoid,
 )
 from pymc_anneal.exceptions import AnnealingError
@@ -235,13 +236,11 @@ class DeepBoltzmannMachine(EnergyModel):
         (Gibbs sweeps that resample :math:`\mathbf h_2` only; :math:`\log Z_0 = 0`), its
         starting states (each test point repeated ``draws`` times, with :math:`\mathbf h_2`
         from the base's conditional) and :math:`\log p_0(\mathbf v)` per point."""
-        from pymc_anneal.energy.annealing import _rbm_gibbs_sweep
-
         bias = np.asarray(path.info["base_visible_bias"], dtype=np.float64)
         clamp = np.r_[np.ones(self.n_visible), np.zeros(self.n_hidden2)].astype(path.dtype)
 
         def clamped_sweep(rng_t, x, beta, p):
-            rng_t, new = _rbm_gibbs_sweep(rng_t, x, beta, p)
+            rng_t, new = rbm_gibbs_sweep(rng_t, x, beta, p)
             return rng_t, p["clamp"] * x + (1 - p["clamp"]) * new
 
         heating_path = dataclasses.replace(

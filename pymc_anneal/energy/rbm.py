@@ -17,6 +17,22 @@ and :math:`\log Z = \log\sum_v p^*(v) = \log\sum_h p^*(h)`: exact log Z enumerat
 conditionals factorize: :math:`p(h_j = 1 \mid v) = \sigma(c_j + (v^\top W)_j)` and
 :math:`p(v_i = 1 \mid h) = \sigma(b_i + (W h)_i)` with :math:`\sigma(x) = 1/(1 + e^{-x})`.
 
+**Annealing path** (:func:`rbm_path`; Salakhutdinov & Murray 2008). The base is an RBM with
+zero weights and visible biases :math:`b^A` (zero: uniform; or the smoothed data base
+rates); the intermediate RBMs scale the target's parameters by :math:`\beta` and the base's
+by :math:`1 - \beta`. With the hidden units summed out,
+
+.. math:: \log f_\beta(v) = \big((1-\beta) b^A + \beta b\big)^\top v
+          + \sum_j \operatorname{softplus}\!\big(\beta (c_j + (v^\top W)_j)\big),
+
+so :math:`\log Z_0 = M \log 2 + \sum_i \operatorname{softplus}(b^A_i)` (the hidden units are
+uniform at :math:`\beta = 0`: the :math:`M \log 2` is easy to forget). A Gibbs sweep draws
+:math:`h \sim \sigma(\beta(c + v^\top W))`, then :math:`v \sim \sigma((1-\beta) b^A + \beta(b + W h))`.
+The product :math:`v^\top W` is shared by the weight update at :math:`\beta_k`, at
+:math:`\beta_{k-1}` and the draw of :math:`h` (PyTensor merges the identical expressions):
+each step costs two matrix products. The weight update's softplus differences take two
+exponentials per hidden unit (:func:`pymc_anneal.energy.bernoulli.softplus_increment`).
+
 References
 ----------
 Salakhutdinov, R. & Murray, I. (2008). On the quantitative analysis of deep belief
@@ -25,6 +41,7 @@ networks. *ICML*.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -38,6 +55,13 @@ from pymc_anneal.energy.base import (
     check_positive_int,
     readonly,
 )
+from pymc_anneal.energy.bernoulli import (
+    LOG_2,
+    MAX_UNCHUNKED,
+    draw_hidden,
+    draw_visible,
+    softplus_increment,
+)
 from pymc_anneal.energy.enumerate import (
     DEFAULT_MAX_STATES,
     binary_states,
@@ -47,9 +71,13 @@ from pymc_anneal.energy.enumerate import (
     logsumexp_over_states,
 )
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.validation import check_count
+from pymc_anneal.paths import GibbsPath
+from pymc_anneal.validation import check_count, check_finite_array, check_one_of, check_real
 
-__all__ = ["BernoulliRBM"]
+__all__ = ["RBM_BASES", "BernoulliRBM", "rbm_gibbs_sweep", "rbm_path"]
+
+RBM_BASES = ("uniform", "data")
+"""Bases for binary RBMs: zero visible biases, or the smoothed base rates of ``data``."""
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -73,30 +101,17 @@ def _softplus_row_sums(x: np.ndarray) -> np.ndarray:
     return x.sum(axis=1)
 
 
-def _as_float_array(value, name: str) -> np.ndarray:
-    try:
-        array = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise AnnealingError(f"{name} must be a numeric array, got {type(value).__name__}.") from err
-    if not np.all(np.isfinite(array)):
-        raise AnnealingError(
-            f"{name} must be finite; it contains {int(np.sum(~np.isfinite(array)))} NaN or "
-            "infinite values."
-        )
-    return array
-
-
 def check_parameters(W, visible_bias, hidden_bias, model: str) -> tuple[np.ndarray, ...]:
     """Validate an RBM's weights ``(n_visible, n_hidden)`` and biases; return float64 copies."""
-    W = _as_float_array(W, "W")
+    W = check_finite_array("W", W).copy()
     if W.ndim != 2 or W.shape[0] < 1 or W.shape[1] < 1:
         raise AnnealingError(
             f"W of a {model} must be a 2-D array of shape (n_visible, n_hidden) with both sizes "
             f">= 1, got shape {W.shape}."
         )
     n_visible, n_hidden = W.shape
-    visible_bias = _as_float_array(visible_bias, "visible_bias")
-    hidden_bias = _as_float_array(hidden_bias, "hidden_bias")
+    visible_bias = check_finite_array("visible_bias", visible_bias).copy()
+    hidden_bias = check_finite_array("hidden_bias", hidden_bias).copy()
     if visible_bias.shape != (n_visible,) or hidden_bias.shape != (n_hidden,):
         transposed = visible_bias.shape == (n_hidden,) and hidden_bias.shape == (n_visible,)
         hint = (
@@ -199,9 +214,7 @@ class RestrictedBoltzmannMachine(EnergyModel):
         r"""``num_steps`` block Gibbs sweeps from ``v``: :math:`h \sim p(h\mid v)`, then
         :math:`v \sim p(v \mid h)`. Returns the new visible states ``(N, n_visible)``."""
         rng = as_generator(rng)
-        num_steps = int(num_steps)
-        if num_steps < 0:
-            raise AnnealingError(f"num_steps must be >= 0, got {num_steps}.")
+        num_steps = check_count("num_steps", num_steps, 0, what="a non-negative integer")
         v = self._check_states(v, self.n_visible, "v")
         for _ in range(num_steps):
             v = self.sample_visible(self.sample_hidden(v, rng), rng)
@@ -331,20 +344,15 @@ class BernoulliRBM(RestrictedBoltzmannMachine):
         """The path from a zero-weight RBM in the joint (v, h) space, and its kernel.
 
         ``base``: ``"uniform"`` (default) or ``"data"`` (the smoothed base rates of
-        ``data``); see :func:`pymc_anneal.energy.annealing.rbm_path`. Binary units move
-        only by Gibbs sweeps, so the kernel is ``"gibbs"``.
+        ``data``); see :func:`rbm_path`. Binary units move only by Gibbs sweeps, so the
+        kernel is ``"gibbs"``.
         """
-        from pymc_anneal.energy.annealing import RBM_BASES, rbm_path
-
         _no_options(self, moments=moments, base_mean=base_mean, base_scale=base_scale)
         kernel = kernel or "gibbs"
         if isinstance(kernel, str) and kernel != "gibbs":
             raise AnnealingError(f"a BernoulliRBM has binary units, which only the 'gibbs' "
                                  f"kernel can move; got kernel={kernel!r}.")
         base = base or ("data" if data is not None else "uniform")
-        if base not in RBM_BASES:
-            raise AnnealingError(f"unknown base {base!r} for a BernoulliRBM; must be one of "
-                                 f"{list(RBM_BASES)}.")
         return rbm_path(self, base=base, data=data), kernel
 
     def log_unnormalized(self, v) -> TensorVariable:
@@ -386,9 +394,7 @@ class BernoulliRBM(RestrictedBoltzmannMachine):
     def _layer(self, layer: str) -> str:
         if layer == "auto":
             return "hidden" if self.n_hidden <= self.n_visible else "visible"
-        if layer not in ("visible", "hidden"):
-            raise AnnealingError(f"layer must be one of ['auto', 'visible', 'hidden'], got {layer!r}.")
-        return layer
+        return check_one_of("layer", layer, ("auto", "visible", "hidden"))
 
     def _enumeration(self, layer: str, chunk_size: int | None):
         """``(num_bits, num_low, low_states, chunk)`` where ``chunk(high)`` returns the log
@@ -470,3 +476,88 @@ class BernoulliRBM(RestrictedBoltzmannMachine):
             second += (mu * p[:, None]).T @ mu
         cov = second + np.diag(diag) - np.outer(first, first)
         return first, (cov + cov.T) / 2
+
+
+# -- the annealing path ------------------------------------------------------------------------
+
+
+def _base_bias(model, base: str, data, pseudocount: float) -> np.ndarray:
+    """The base RBM's visible biases: zero, or the log-odds of ``data``'s smoothed rates."""
+    if base not in RBM_BASES:
+        raise AnnealingError(f"unknown base {base!r} for a BernoulliRBM; must be one of "
+                             f"{list(RBM_BASES)}.")
+    if base == "uniform":
+        return np.zeros(model.n_visible)
+    if data is None:
+        raise AnnealingError('base="data" needs the training data: pass data=<binary array '
+                             f'of shape (N, {model.n_visible})>, or use base="uniform".')
+    data = model.check_data(data)
+    pseudocount = check_real("pseudocount", pseudocount, low=0.0, low_open=True,
+                             what="a positive number (e.g. 1)")
+    rate = (data.sum(axis=0) + pseudocount) / (data.shape[0] + 2.0 * pseudocount)
+    return np.log(rate) - np.log1p(-rate)
+
+
+def rbm_path(model, base: str = "uniform", data=None, pseudocount: float = 1.0) -> GibbsPath:
+    """The annealing path from a zero-weight RBM to ``model`` in the joint (v, h) space.
+
+    Parameters
+    ----------
+    model : BernoulliRBM
+    base : {"uniform", "data"}, default "uniform"
+        ``"uniform"``: visible biases 0 (every visible vector equally likely). ``"data"``:
+        visible biases at the log-odds of the smoothed base rates of ``data``,
+        ``(count + pseudocount) / (N + 2 pseudocount)`` (Salakhutdinov & Murray 2008).
+    data : array (N, n_visible), optional
+        Binary training data, for ``base="data"``.
+    pseudocount : float, default 1
+    """
+    dtype = model.dtype
+    n_visible, n_hidden = model.n_visible, model.n_hidden
+    base_bias = _base_bias(model, base, data, pseudocount)
+    probability = 1.0 / (1.0 + np.exp(-base_bias))
+
+    def sample_base(rng, num_draws):
+        return (rng.random((num_draws, n_visible)) < probability).astype(dtype)
+
+    parameters = {
+        "W": np.asarray(model.W, dtype=dtype), "W_T": np.ascontiguousarray(model.W.T, dtype=dtype),
+        "b": np.asarray(model.visible_bias, dtype=dtype), "c": np.asarray(model.hidden_bias, dtype=dtype),
+        "b_base": base_bias.astype(dtype),
+    }
+    log_z0 = n_hidden * LOG_2 + float(np.logaddexp(0.0, base_bias).sum())
+    chunked = n_hidden > MAX_UNCHUNKED
+    return GibbsPath(
+        num_dims=n_visible, parameters=parameters, build_log_density=_rbm_log_density,
+        build_gibbs_sweep=rbm_gibbs_sweep, sample_base=sample_base, log_base_normalizer=log_z0,
+        structure=("bernoulli_rbm", chunked), dtype=dtype, name=getattr(model, "name", "rbm"),
+        info={"base": base, "base_visible_bias": base_bias},
+        build_log_increment=functools.partial(_rbm_log_increment, chunked=chunked),
+    )
+
+
+def _rbm_hidden_input(v, p):
+    return v @ p["W"] + p["c"]  # (N, M), beta-free: merged across the step
+
+
+def _rbm_log_density(v, beta, p):
+    v64 = v.astype("float64")
+    linear = (1.0 - beta) * (v64 @ p["b_base"].astype("float64")) + beta * (v64 @ p["b"].astype("float64"))
+    return linear + pt.softplus(beta * _rbm_hidden_input(v, p).astype("float64")).sum(axis=1)
+
+
+def _rbm_log_increment(v, beta, delta, p, chunked):
+    """``_rbm_log_density(v, beta) - _rbm_log_density(v, beta - delta)``, cheaply."""
+    shift = p["b"].astype("float64") - p["b_base"].astype("float64")
+    return (delta * (v.astype("float64") @ shift)
+            + softplus_increment(_rbm_hidden_input(v, p), beta, delta, chunked))
+
+
+def rbm_gibbs_sweep(rng, v, beta, p):
+    r"""One Gibbs sweep of :func:`rbm_path` at ``beta``: :math:`h \sim \sigma(\beta(c + v^\top
+    W))`, then :math:`v \sim \sigma((1-\beta) b^A + \beta(b + W h))`; ``p`` holds the path's
+    parameters. Returns ``(rng, v)``."""
+    dtype = v.dtype
+    beta_x = beta.astype(dtype)
+    rng, h = draw_hidden(rng, _rbm_hidden_input(v, p), beta)
+    return draw_visible(rng, (1 - beta_x) * p["b_base"] + beta_x * (h @ p["W_T"] + p["b"]))

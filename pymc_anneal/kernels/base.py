@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal.exceptions import AnnealingError
 
-__all__ = ["TUNING_RULES", "Info", "Kernel", "StateField", "StepParameter"]
+__all__ = ["TUNING_RULES", "Info", "Kernel", "StateField", "StepParameter", "metropolis_accept",
+           "select"]
 
 
 class Info(NamedTuple):
@@ -153,3 +155,46 @@ class Kernel:
     @property
     def parameter_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parameters)
+
+
+def metropolis_accept(rng, log_f_old, log_f_new, delta, size, invalid=None):
+    r"""The Metropolis test of a batch of proposals: accept with probability
+    :math:`\min(1, e^{\Delta})`.
+
+    A proposal whose log density is not finite, whose :math:`\Delta` is NaN, or that is
+    ``invalid`` (e.g. an exploding energy) is rejected, and flagged divergent when the
+    current state was finite. One uniform per particle is drawn from ``rng``.
+
+    Parameters
+    ----------
+    rng : random generator variable
+    log_f_old, log_f_new : TensorVariable (N,)
+        :math:`\log f_\beta` at the current states and at the proposals.
+    delta : TensorVariable (N,)
+        The log acceptance ratio :math:`\Delta` (with any kinetic energy or proposal
+        correction).
+    size : tuple
+        The uniforms' shape, ``(N,)``.
+    invalid : TensorVariable (N,) of bool, optional
+        Further proposals to reject.
+
+    Returns
+    -------
+    ``(rng, accepted, info)``: the next generator, the (N,) booleans and the :class:`Info`.
+    """
+    bad = ~pt.isfinite(log_f_new) | pt.isnan(delta)
+    if invalid is not None:
+        bad = bad | invalid
+    log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
+    rng, uniform = pt.random.uniform(size=size, rng=rng, return_next_rng=True)
+    accepted = pt.log(uniform) < log_accept
+    return rng, accepted, Info(pt.exp(log_accept), accepted, bad & pt.isfinite(log_f_old))
+
+
+def select(accepted, proposed, current):
+    """Field by field, ``proposed`` where ``accepted`` (N,) else ``current``: two NamedTuples
+    (or tuples) of per-particle values, ``(N,)`` or ``(N, d)``."""
+    keep = accepted[:, None]
+    values = [pt.switch(keep if new.ndim == 2 else accepted, new, old)
+              for new, old in zip(proposed, current)]
+    return current._make(values) if hasattr(current, "_make") else tuple(values)

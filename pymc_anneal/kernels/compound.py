@@ -33,11 +33,13 @@ the current value, :math:`1 - f_\beta(z_j \mid \cdot)` at the current :math:`z_j
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytensor.tensor as pt
 
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.kernels.base import Kernel, StepParameter
+from pymc_anneal.kernels.base import Kernel, StepParameter, metropolis_accept, select
 from pymc_anneal.paths import Path
 
 __all__ = ["INNER_KERNELS", "MAX_GIBBS_SUPPORT", "STATISTIC_PREFIX", "build_kernel",
@@ -72,6 +74,61 @@ def proposal_widths(path: Path) -> np.ndarray:
     return np.maximum(1, np.round(scale[dims])).astype(int)
 
 
+def _gibbs_move(path, rng, position, log_base, log_ratio, j, support, beta, params,
+                path_params, n):
+    """Draw coordinate j from f_beta over its support (Gumbel-max over all values); with
+    ``discrete_moves`` = 0 the current value is kept. Returns ``(rng, position, log_base,
+    log_ratio, leave)``, ``leave`` the probability of leaving the current value."""
+    values = np.arange(support[0], support[1] + 1, dtype="float64")
+    k = len(values)
+    # the k copies of the particles, one per value, stacked value-major; by concatenation,
+    # whose number of rows is a sum of the particles' count: ``pt.tile`` reshapes to k * n
+    # rows, and PyTensor cannot prove that product different from a reshape's -1, so the
+    # shape it infers is a switch, which JAX computes as a traced array and then refuses
+    # as a static shape (a crash where the log density broadcasts a parameter computed
+    # from the particles, such as a Binomial's p = sigmoid(x))
+    stacked = pt.concatenate([pt.set_subtensor(position[:, j], np.asarray(v, position.dtype))
+                              for v in values], axis=0)
+    point = path.evaluate(stacked, gradients=False, params=path_params)
+    base_kn, ratio_kn = point.log_base.reshape((k, n)), point.log_ratio.reshape((k, n))
+    logits = _tempered(base_kn, ratio_kn, beta)
+    logits = pt.switch(pt.isnan(logits), -np.inf, logits)
+    rng, gumbel = pt.random.gumbel(0.0, 1.0, size=(k, n), rng=rng, return_next_rng=True)
+    choice = pt.argmax(logits + gumbel, axis=0)
+    columns = pt.arange(n)
+    moved = pt.gt(params[MOVES.name], 0)
+    # the statistic: the probability of leaving the current value, 1 - p(current)
+    current = pt.cast(pt.clip(position[:, j] - support[0], 0, k - 1), "int64")
+    log_norm = pt.logsumexp(logits, axis=0)
+    stay = pt.exp(logits[current, columns] - log_norm)
+    # a switch, not a product with the boolean: PyTensor's GEMM rewrite (C backend)
+    # fails on a boolean factor ("bool input not supported") and logs the traceback
+    leave = pt.switch(pt.isfinite(log_norm) & moved, 1.0 - stay, 0.0)
+    new_value = pt.switch(moved, pt.as_tensor(values)[choice], position[:, j])
+    position = pt.set_subtensor(position[:, j], new_value)
+    log_base = pt.switch(moved, base_kn[choice, columns], log_base)
+    log_ratio = pt.switch(moved, ratio_kn[choice, columns], log_ratio)
+    return rng, position, log_base, log_ratio, leave
+
+
+def _metropolis_move(path, rng, position, log_base, log_ratio, j, width, beta, params,
+                     path_params, n):
+    """Propose coordinate j plus or minus 1..``width`` (times ``discrete_moves``) and accept
+    or reject it. Returns ``(rng, position, log_base, log_ratio, acceptance probability)``."""
+    rng, size = pt.random.integers(1, int(width) + 1, size=(n,), rng=rng, return_next_rng=True)
+    rng, sign = pt.random.integers(0, 2, size=(n,), rng=rng, return_next_rng=True)
+    jump = (2 * sign - 1) * size * params[MOVES.name]
+    proposal = pt.inc_subtensor(position[:, j], jump.astype(position.dtype))
+    point = path.evaluate(proposal, gradients=False, params=path_params)
+    log_f_new = _tempered(point.log_base, point.log_ratio, beta)
+    log_f_old = _tempered(log_base, log_ratio, beta)
+    rng, accepted, info = metropolis_accept(rng, log_f_old, log_f_new, log_f_new - log_f_old,
+                                            (n,))
+    moved = select(accepted, (proposal, point.log_base, point.log_ratio),
+                   (position, log_base, log_ratio))
+    return (rng, *moved, info.acceptance_rate)
+
+
 def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None = None) -> Kernel:
     """Build the compound transition for ``path`` around the continuous kernel ``inner``."""
     from pymc_anneal.kernels import KERNELS, resolve_kernel
@@ -91,40 +148,6 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
     supports = tuple(None if sp is None or sp[1] - sp[0] + 1 > MAX_GIBBS_SUPPORT
                      else (int(sp[0]), int(sp[1])) for sp in supports)
 
-    def _gibbs(rng, position, log_base, log_ratio, j, support, beta, params, path_params, n):
-        """Draw coordinate j from f_beta over its support (Gumbel-max over all values);
-        with ``discrete_moves`` = 0 the current value is kept."""
-        values = np.arange(support[0], support[1] + 1, dtype="float64")
-        k = len(values)
-        # the k copies of the particles, one per value, stacked value-major; by concatenation,
-        # whose number of rows is a sum of the particles' count: ``pt.tile`` reshapes to k * n
-        # rows, and PyTensor cannot prove that product different from a reshape's -1, so the
-        # shape it infers is a switch, which JAX computes as a traced array and then refuses
-        # as a static shape (a crash where the log density broadcasts a parameter computed
-        # from the particles, such as a Binomial's p = sigmoid(x))
-        stacked = pt.concatenate([pt.set_subtensor(position[:, j], np.asarray(v, position.dtype))
-                                   for v in values], axis=0)
-        point = path.evaluate(stacked, gradients=False, params=path_params)
-        base_kn, ratio_kn = point.log_base.reshape((k, n)), point.log_ratio.reshape((k, n))
-        logits = _tempered(base_kn, ratio_kn, beta)
-        logits = pt.switch(pt.isnan(logits), -np.inf, logits)
-        rng, gumbel = pt.random.gumbel(0.0, 1.0, size=(k, n), rng=rng, return_next_rng=True)
-        choice = pt.argmax(logits + gumbel, axis=0)
-        columns = pt.arange(n)
-        moved = pt.gt(params["discrete_moves"], 0)
-        # the statistic: the probability of leaving the current value, 1 - p(current)
-        current = pt.cast(pt.clip(position[:, j] - support[0], 0, k - 1), "int64")
-        log_norm = pt.logsumexp(logits, axis=0)
-        stay = pt.exp(logits[current, columns] - log_norm)
-        # a switch, not a product with the boolean: PyTensor's GEMM rewrite (C backend)
-        # fails on a boolean factor ("bool input not supported") and logs the traceback
-        leave = pt.switch(pt.isfinite(log_norm) & moved, 1.0 - stay, 0.0)
-        new_value = pt.switch(moved, pt.as_tensor(values)[choice], position[:, j])
-        position = pt.set_subtensor(position[:, j], new_value)
-        log_base = pt.switch(moved, base_kn[choice, columns], log_base)
-        log_ratio = pt.switch(moved, ratio_kn[choice, columns], log_ratio)
-        return rng, position, log_base, log_ratio, leave
-
     def step(rng, state, beta, params, path_params):
         # the number of particles from the state as it comes in: a shape read off a computed
         # position would be a computation that JAX cannot use as a static size
@@ -133,27 +156,12 @@ def build_kernel(path: Path, inner: str = "hais", num_leapfrog_steps: int | None
         position, log_base, log_ratio = state.position, state.log_base, state.log_ratio
         rates = []
         for j, width, support in zip(dims, widths, supports):
-            if support is not None:  # exact tempered conditional over a small support
-                rng, position, log_base, log_ratio, leave = _gibbs(
-                    rng, position, log_base, log_ratio, j, support, beta, params, path_params, n)
-                rates.append(leave)
-                continue
-            rng, size = pt.random.integers(1, int(width) + 1, size=(n,), rng=rng,
-                                           return_next_rng=True)
-            rng, sign = pt.random.integers(0, 2, size=(n,), rng=rng, return_next_rng=True)
-            jump = (2 * sign - 1) * size * params["discrete_moves"]
-            proposal = pt.inc_subtensor(position[:, j], jump.astype(position.dtype))
-            point = path.evaluate(proposal, gradients=False, params=path_params)
-            log_f_new = _tempered(point.log_base, point.log_ratio, beta)
-            log_accept = log_f_new - _tempered(log_base, log_ratio, beta)
-            log_accept = pt.switch(pt.isnan(log_accept) | ~pt.isfinite(log_f_new),
-                                   -np.inf, pt.minimum(log_accept, 0.0))
-            rng, uniform = pt.random.uniform(size=(n,), rng=rng, return_next_rng=True)
-            accepted = pt.log(uniform) < log_accept
-            rates.append(pt.exp(log_accept))
-            position = pt.switch(accepted[:, None], proposal, position)
-            log_base = pt.switch(accepted, point.log_base, log_base)
-            log_ratio = pt.switch(accepted, point.log_ratio, log_ratio)
+            move = (functools.partial(_gibbs_move, path, support=support) if support is not None
+                    else functools.partial(_metropolis_move, path, width=width))
+            rng, position, log_base, log_ratio, rate = move(
+                rng, position, log_base, log_ratio, j, beta=beta, params=params,
+                path_params=path_params, n=n)
+            rates.append(rate)
         point = path.evaluate(position, params=path_params)
         state = state._replace(position=position, log_base=point.log_base,
                                log_ratio=point.log_ratio, grad_log_base=point.grad_log_base,

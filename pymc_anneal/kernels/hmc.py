@@ -39,13 +39,13 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import Info, Kernel, StateField, StepParameter
+from pymc_anneal.kernels.base import Kernel, StateField, StepParameter, metropolis_accept, select
 from pymc_anneal.kernels.integrators import leapfrog
 from pymc_anneal.paths import Path
 from pymc_anneal.validation import check_count
 
-__all__ = ["MOMENTUM_PARAMETERS", "HMCState", "build_kernel", "default_refresh",
-           "draw_momentum", "momentum_mask"]
+__all__ = ["INV_MASS", "MOMENTUM_PARAMETERS", "MOMENTUM_SCALE", "REFRESH", "STEP_SIZE",
+           "HMCState", "build_kernel", "default_refresh", "draw_momentum", "momentum_mask"]
 
 MAX_ENERGY_ERROR = 1000.0
 
@@ -83,13 +83,13 @@ STEP_SIZE = StepParameter("step_size", default=lambda d: 0.5 * d**-0.25, tuning=
 """The leapfrog step size, tuned by the pilot to the target acceptance rate."""
 INV_MASS = StepParameter("inv_mass", per_dimension=True, default=1.0, tuning="variance")
 """The diagonal inverse mass matrix, set by the pilot from the particles' variances."""
-MOMENTUM_PARAMETERS = (
-    STEP_SIZE,
-    StepParameter("refresh", default=0.0, derive=lambda a: default_refresh(a["step_size"]),
-                  no_op=0.0),
-    INV_MASS,
-    StepParameter("momentum_scale", per_dimension=True, derive=_momentum_scale, no_op=1.0),
-)
+REFRESH = StepParameter("refresh", default=0.0,
+                        derive=lambda a: default_refresh(a[STEP_SIZE.name]), no_op=0.0)
+"""The momentum refresh fraction, by default :func:`default_refresh` of the step size."""
+MOMENTUM_SCALE = StepParameter("momentum_scale", per_dimension=True, derive=_momentum_scale,
+                               no_op=1.0)
+"""sqrt(previous inv_mass / inv_mass): 1 within a temperature band."""
+MOMENTUM_PARAMETERS = (STEP_SIZE, REFRESH, INV_MASS, MOMENTUM_SCALE)
 """HAIS's parameters: the momentum refresh fraction follows the step size, and
 ``momentum_scale`` = sqrt(previous inv_mass / inv_mass) follows the mass matrix."""
 
@@ -157,27 +157,18 @@ def build_kernel(
         log_f_old = state.log_base + beta * state.log_ratio
         log_f_new = point.log_base + beta * point.log_ratio
         delta = (log_f_new - kinetic(new_momentum, moving)) - (log_f_old - kinetic(momentum, moving))
-        bad = ~pt.isfinite(log_f_new) | pt.isnan(delta) | (delta < -MAX_ENERGY_ERROR)
-        log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
-        rng, uniform = pt.random.uniform(size=state.position.shape[:1], rng=rng,
-                                          return_next_rng=True)
-        accepted = pt.log(uniform) < log_accept
-        keep = accepted[:, None]
-        new_state = HMCState(
-            pt.switch(keep, new_position, state.position),
-            pt.switch(keep, -new_momentum, momentum),
-            pt.switch(accepted, point.log_base, state.log_base),
-            pt.switch(accepted, point.log_ratio, state.log_ratio),
-            pt.switch(keep, point.grad_log_base, state.grad_log_base),
-            pt.switch(keep, point.grad_log_ratio, state.grad_log_ratio),
-        )
+        rng, accepted, info = metropolis_accept(rng, log_f_old, log_f_new, delta,
+                                                state.position.shape[:1],
+                                                delta < -MAX_ENERGY_ERROR)
+        proposed = HMCState(new_position, -new_momentum, point.log_base, point.log_ratio,
+                            point.grad_log_base, point.grad_log_ratio)
+        new_state = select(accepted, proposed, state._replace(momentum=momentum))
         if persistent_momentum:
             refresh = params["refresh"]
             rng, noise = pt.random.normal(size=momentum.shape, rng=rng, return_next_rng=True)
             noise = noise if mask is None else noise * mask
             refreshed = -(pt.sqrt(1.0 - refresh) * new_state.momentum) + pt.sqrt(refresh) * noise / pt.sqrt(inv_mass)
             new_state = new_state._replace(momentum=refreshed)
-        info = Info(pt.exp(log_accept), accepted, bad & pt.isfinite(log_f_old))
         return rng, new_state, info
 
     name = "hais" if persistent_momentum else "hmc"

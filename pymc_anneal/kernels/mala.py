@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import Info, Kernel, StateField, StepParameter
+from pymc_anneal.kernels.base import Kernel, StateField, StepParameter, metropolis_accept, select
 from pymc_anneal.paths import Path
 
 __all__ = ["MALAState", "build_kernel"]
@@ -77,21 +76,13 @@ def build_kernel(path: Path) -> Kernel:
             + 0.5 * (noise**2).sum(axis=-1),
             0.0,
         )
-        delta = log_f_new - log_f_old + correction
-        bad = ~pt.isfinite(log_f_new) | pt.isnan(delta) | ~pt.all(pt.isfinite(grad_new), axis=-1)
-        log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
-        rng, uniform = pt.random.uniform(size=state.position.shape[:1], rng=rng,
-                                          return_next_rng=True)
-        accepted = pt.log(uniform) < log_accept
-        keep = accepted[:, None]
-        new_state = MALAState(
-            pt.switch(keep, proposal, state.position),
-            pt.switch(accepted, point.log_base, state.log_base),
-            pt.switch(accepted, point.log_ratio, state.log_ratio),
-            pt.switch(keep, point.grad_log_base, state.grad_log_base),
-            pt.switch(keep, point.grad_log_ratio, state.grad_log_ratio),
-        )
-        return rng, new_state, Info(pt.exp(log_accept), accepted, bad & pt.isfinite(log_f_old))
+        invalid = ~pt.all(pt.isfinite(grad_new), axis=-1)
+        rng, accepted, info = metropolis_accept(rng, log_f_old, log_f_new,
+                                                log_f_new - log_f_old + correction,
+                                                state.position.shape[:1], invalid)
+        proposed = MALAState(proposal, point.log_base, point.log_ratio, point.grad_log_base,
+                             point.grad_log_ratio)
+        return rng, select(accepted, proposed, state), info
 
     return Kernel(
         name="mala",

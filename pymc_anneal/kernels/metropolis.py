@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal.kernels.base import Info, Kernel, StateField, StepParameter
+from pymc_anneal.kernels.base import Kernel, StateField, StepParameter, metropolis_accept, select
 from pymc_anneal.paths import Path
 
 __all__ = ["MetropolisState", "build_kernel"]
@@ -45,18 +44,10 @@ def build_kernel(path: Path) -> Kernel:
         point = path.evaluate(proposal, gradients=False, params=path_params)
         log_f_old = state.log_base + beta * state.log_ratio
         log_f_new = point.log_base + beta * point.log_ratio
-        delta = log_f_new - log_f_old
-        bad = ~pt.isfinite(log_f_new) | pt.isnan(delta)
-        log_accept = pt.switch(bad, -np.inf, pt.minimum(delta, 0.0))
-        rng, uniform = pt.random.uniform(size=state.position.shape[:1], rng=rng,
-                                          return_next_rng=True)
-        accepted = pt.log(uniform) < log_accept
-        new_state = MetropolisState(
-            pt.switch(accepted[:, None], proposal, state.position),
-            pt.switch(accepted, point.log_base, state.log_base),
-            pt.switch(accepted, point.log_ratio, state.log_ratio),
-        )
-        return rng, new_state, Info(pt.exp(log_accept), accepted, bad & pt.isfinite(log_f_old))
+        rng, accepted, info = metropolis_accept(rng, log_f_old, log_f_new, log_f_new - log_f_old,
+                                                state.position.shape[:1])
+        proposed = MetropolisState(proposal, point.log_base, point.log_ratio)
+        return rng, select(accepted, proposed, state), info
 
     return Kernel(
         name="metropolis",

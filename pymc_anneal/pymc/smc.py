@@ -66,10 +66,11 @@ from pytensor.graph.basic import Variable
 from pytensor.tensor.random.type import random_generator_type
 
 from pymc_anneal.backends import CompiledFunction, compile_function
+from pymc_anneal.driver.tuning import step_arrays
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.kernels import build_hmc_kernel
+from pymc_anneal.kernels import StepParameter, build_hmc_kernel
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
-from pymc_anneal.kernels.hmc import default_refresh
+from pymc_anneal.kernels.hmc import REFRESH
 from pymc_anneal.pymc.adapter import model_path
 from pymc_anneal.validation import check_backend, check_count
 
@@ -81,16 +82,18 @@ _MAX_STEP_SIZE = 1e3
 
 def _build_mutation_graph(
     model: pm.Model, num_leapfrog_steps: int, n_steps: int, draws: int
-) -> tuple[list[Variable], list[Variable], int]:
-    """Symbolic inputs and outputs of one SMC mutation stage (not compiled).
+) -> tuple[list[Variable], list[Variable], int, tuple[StepParameter, ...]]:
+    """Symbolic inputs and outputs of one SMC mutation stage (not compiled), the number of
+    dimensions and the kernel's parameter declarations.
 
-    Inputs ``(rng, position (N, d), momentum (N, d), beta, step_size, refresh,
-    inv_mass (d,))``; outputs ``(rng, position, momentum, log_prior, log_likelihood, mean
-    acceptance per particle (N,), divergences per particle (N,))``. Log densities and
-    gradients at the starting positions are computed inside the graph, so nothing but
-    positions and momenta needs to travel between stages. The number of transitions and
-    the particles' shape are constants of the graph: every stage has the same, and JAX
-    compiles only loops of a static length over arrays of static shape.
+    Inputs ``(rng, position (N, d), momentum (N, d), beta, *one value per kernel parameter,
+    in the order the kernel declares them)``; outputs ``(rng, position, momentum,
+    log_prior, log_likelihood, mean acceptance per particle (N,), divergences per particle
+    (N,))``. Log densities and gradients at the starting positions are computed inside the
+    graph, so nothing but positions and momenta needs to travel between stages. The
+    number of transitions and the particles' shape are constants of the graph: every stage
+    has the same, and JAX compiles only loops of a static length over arrays of static
+    shape. As in the annealing driver, the graph reads no kernel parameter by name.
     """
     # every free variable stays on the path, in PyMC's particle layout: discrete ones as
     # integer coordinates, moved by the compound kernel's Metropolis steps
@@ -106,38 +109,34 @@ def _build_mutation_graph(
     position = pt.tensor("position", dtype="float64", shape=shape)
     momentum = pt.tensor("momentum", dtype="float64", shape=shape)
     beta = pt.dscalar("beta")
-    step_size = pt.dscalar("step_size")
-    refresh = pt.dscalar("refresh")
-    inv_mass = pt.tensor("inv_mass", dtype="float64", shape=(path.num_dims,))
-
-    def step_params(eps_, gamma_, inv_mass_):
-        return {"step_size": eps_, "inv_mass": inv_mass_,
-                "momentum_scale": pt.ones_like(inv_mass_), "refresh": gamma_,
-                "discrete_moves": pt.constant(1.0)}
+    params = {p.name: pt.tensor(p.name, dtype="float64",
+                                shape=(path.num_dims,) if p.per_dimension else ())
+              for p in kernel.parameters}
 
     # the kernel's state at the particles, with their persistent momenta (the momentum the
     # kernel would draw is not used)
-    _, state0 = kernel.init(rng, position, step_params(step_size, refresh, inv_mass), {})
+    _, state0 = kernel.init(rng, position, params, {})
     state0 = state0._replace(momentum=momentum)
     num_state = len(state0)
 
     def one_step(rng_k, *args):
-        carry, (beta_, eps_, gamma_, inv_mass_) = args[:num_state], args[num_state:]
+        carry, (beta_, *values) = args[:num_state], args[num_state:]
         state = kernel.state_type(*carry)
-        rng_k, state, info = kernel.step(rng_k, state, beta_, step_params(eps_, gamma_, inv_mass_), {})
+        rng_k, state, info = kernel.step(rng_k, state, beta_,
+                                         dict(zip(kernel.parameter_names, values)), {})
         return (rng_k, *state, info.acceptance_rate, info.is_divergent.astype("int64"))
 
     outputs = pytensor.scan(
         one_step,
         outputs_info=[rng, *state0, None, None],
-        non_sequences=[beta, step_size, refresh, inv_mass],
+        non_sequences=[beta, *params.values()],
         n_steps=n_steps,
         return_updates=False,
     )
     rng_out, *rest = outputs
     final = kernel.state_type(*(o[-1] for o in rest[:num_state]))
     acceptance, divergent = rest[num_state], rest[num_state + 1]
-    inputs = [rng, position, momentum, beta, step_size, refresh, inv_mass]
+    inputs = [rng, position, momentum, beta, *params.values()]
     outs = [
         rng_out,
         final.position,
@@ -147,7 +146,26 @@ def _build_mutation_graph(
         acceptance.mean(axis=0),
         divergent.sum(axis=0),
     ]
-    return inputs, outs, path.num_dims
+    return inputs, outs, path.num_dims, kernel.parameters
+
+
+def _stage_parameters(parameters, num_dims: int, tuned: dict[str, Any],
+                     fixed: dict[str, float]) -> dict[str, np.ndarray]:
+    """One SMC stage's value of each kernel parameter, from the kernel's declarations.
+
+    A parameter with a tuning rule (``"acceptance"``, ``"variance"``) takes ``tuned[rule]``,
+    one the user fixed takes ``fixed[name]``, a derived one is derived from the others
+    (:func:`pymc_anneal.driver.tuning.step_arrays`, with one step), and any other keeps its
+    declared default. Within a stage the mass matrix is constant, so a parameter derived
+    from its change between steps (HAIS's momentum scale) is 1; between stages the kernel
+    rescales the momenta itself.
+    """
+    values = {}
+    for p in parameters:
+        value = tuned[p.tuning] if p.tuning in tuned else p.initial(num_dims)
+        values[p.name] = np.asarray(value, dtype=np.float64)[None]
+    arrays = step_arrays(parameters, np.zeros(2), values, fixed)
+    return {p.name: arrays[p.name][0] for p in parameters}
 
 
 class HMCKernel(SMC_KERNEL):
@@ -260,9 +278,10 @@ class HMCKernel(SMC_KERNEL):
         )
         # The symbolic graph is built here (so model errors surface immediately) and
         # pickled to worker processes; it is compiled lazily in ``setup_kernel``.
-        self._graph_inputs, self._graph_outputs, self.num_dims = _build_mutation_graph(
-            modelcontext(model), self.num_leapfrog_steps, self.n_steps, self.draws
-        )
+        self._graph_inputs, self._graph_outputs, self.num_dims, self._parameters = (
+            _build_mutation_graph(modelcontext(model), self.num_leapfrog_steps, self.n_steps,
+                                  self.draws))
+        self._stage_values: dict[str, np.ndarray] = {}
         self._mutate_fn: CompiledFunction | None = None
         self._fn_rng: Any = None
         self.momentum: np.ndarray | None = None
@@ -339,10 +358,11 @@ class HMCKernel(SMC_KERNEL):
         # maps N(0, M_old) exactly onto N(0, M_new), M = diag(1 / inv_mass)
         self.momentum = self.momentum * np.sqrt(self.inv_mass / new_inv_mass)
         self.inv_mass = new_inv_mass
-        self.refresh = (
-            float(default_refresh(self.step_size)) if self.fixed_refresh is None
-            else self.fixed_refresh
-        )
+        fixed = {} if self.fixed_refresh is None else {REFRESH.name: self.fixed_refresh}
+        self._stage_values = _stage_parameters(
+            self._parameters, self.num_dims,
+            {"acceptance": self.step_size, "variance": self.inv_mass}, fixed)
+        self.refresh = float(self._stage_values[REFRESH.name])
 
     def mutate(self) -> None:
         """Run ``n_steps`` HMC transitions at the current beta on all particles."""
@@ -354,9 +374,7 @@ class HMCKernel(SMC_KERNEL):
             np.ascontiguousarray(self.tempered_posterior, dtype=np.float64),
             np.ascontiguousarray(self.momentum, dtype=np.float64),
             np.float64(self.beta),
-            np.float64(self.step_size),
-            np.float64(self.refresh),
-            np.asarray(self.inv_mass, dtype=np.float64),
+            *(self._stage_values[p.name] for p in self._parameters),
         )
         self._fn_rng = out[0]
         position, momentum, log_prior, log_lik, acceptance, divergent = (

@@ -1,7 +1,7 @@
 """AIS for energy models against exact log Z, and the Gibbs sweeps' invariance.
 
 Ground truth: exact log Z by enumeration (checked against brute force in test_rbm/test_grbm),
-intermediate densities p_beta coded here independently of pymc_anneal.energy.annealing.
+intermediate densities p_beta coded here independently of the paths (rbm_path, grbm_path).
 Statistical tolerances are the estimators' own standard errors (3 SE) plus the issue's
 0.05 nat; the invariance tests have negative controls that must fail.
 """
@@ -20,7 +20,8 @@ from scipy.special import logsumexp
 
 import pymc_anneal as pa
 from pymc_anneal.energy import BernoulliRBM, FunctionEnergy, GaussianRBM
-from pymc_anneal.energy.annealing import grbm_path, rbm_path
+from pymc_anneal.energy.grbm import grbm_path
+from pymc_anneal.energy.rbm import rbm_path
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from tests.energy.models import all_states, tiny_grbm, tiny_rbm
 
@@ -62,7 +63,7 @@ def test_grbm_ais_matches_exact_log_z(base):
 
 
 def test_grbm_moments_by_mcmc_match_exact_moments():
-    from pymc_anneal.energy.annealing import grbm_moments
+    from pymc_anneal.energy.grbm import grbm_moments
 
     grbm = tiny_grbm(n_visible=3, n_hidden=4, seed=2)
     mean, cov = grbm.exact_moments()
@@ -266,10 +267,10 @@ def test_grbm_weight_increment_matches_log_density_differences(base):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_bernoulli_draws_compare_u_with_the_sigmoid(dtype):
     # the sweeps draw u < sigmoid(x) without a division: u (1 + e) < (1 if x >= 0 else e)
-    from pymc_anneal.energy.annealing import _bernoulli
+    from pymc_anneal.energy.bernoulli import bernoulli
 
     u, x = pt.matrix("u", dtype=dtype), pt.matrix("x", dtype=dtype)
-    draw = pytensor.function([u, x], _bernoulli(u, x, pt.exp(-pt.abs(x))), mode="NUMBA")
+    draw = pytensor.function([u, x], bernoulli(u, x, pt.exp(-pt.abs(x))), mode="NUMBA")
     rng = np.random.default_rng(7)
     x_val = np.concatenate([rng.normal(0, 3, 20000), [-1e4, -100.0, -30.0, 0.0, 30.0, 100.0, 1e4]])
     x_val = x_val.reshape(1, -1).astype(dtype)
@@ -332,7 +333,7 @@ def test_bad_input_gets_clear_errors():
         pa.ais(grbm, base="uniform")
     with pytest.raises(AnnealingError, match=r"unknown kernel 'nuts'; must be one of"):
         pa.ais(rbm, kernel="nuts")
-    with pytest.raises(AnnealingError, match=r"must be binary.*found values such as \[0.5, 0.5"):
+    with pytest.raises(AnnealingError, match=r"must be binary.*values such as \[0.5, 0.5"):
         pa.ais(rbm, base="data", data=np.full((3, 4), 0.5))
     with pytest.raises(AnnealingError, match=r"base=\"data\" needs the training data"):
         pa.ais(rbm, base="data")
@@ -394,3 +395,13 @@ def test_ais_cov_has_the_largest_ess_on_strongly_correlated_grbms(seed, num_step
     se = {k: v.standard_error for k, v in results.items()}
     assert ess["ais_cov"] > ess["ais"] > ess["ais_mean"], ess
     assert se["ais_cov"] < se["ais"] < se["ais_mean"], se
+
+
+def test_the_old_annealing_module_still_gives_the_paths():
+    """``pymc_anneal.energy.annealing`` (the paths' home before issue 24) re-exports them."""
+    from pymc_anneal.energy import annealing, base, grbm, rbm
+
+    assert annealing.rbm_path is rbm.rbm_path
+    assert annealing.grbm_path is grbm.grbm_path
+    assert annealing.grbm_moments is grbm.grbm_moments
+    assert annealing.gaussian_energy_path is base.gaussian_energy_path

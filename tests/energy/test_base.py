@@ -64,8 +64,8 @@ W = np.zeros((3, 2))
         ((W, np.zeros(4), np.zeros(2)), r"visible_bias needs shape \(3,\).*got \(4,\) and \(2,\)"),
         ((W, np.zeros(3), np.zeros((2, 1))), r"hidden_bias \(2,\); got \(3,\) and \(2, 1\)"),
         ((W, np.zeros(2), np.zeros(3)), "W looks transposed"),
-        ((np.full((3, 2), np.nan), np.zeros(3), np.zeros(2)), "W must be finite; it contains 6 NaN"),
-        ((W, [0.0, np.inf, 0.0], np.zeros(2)), "visible_bias must be finite"),
+        ((np.full((3, 2), np.nan), np.zeros(3), np.zeros(2)), "W contains 6 NaN or infinite values"),
+        ((W, [0.0, np.inf, 0.0], np.zeros(2)), "visible_bias contains 1 NaN or infinite"),
         ((W, np.zeros(3), ["a", "b"]), "hidden_bias must be a numeric array"),
     ],
 )
@@ -91,7 +91,7 @@ def test_bad_dtype_raises(cls):
         (0.0, r"sigma must be > 0.*got \[0.0, 0.0, 0.0\]"),
         ([1.0, -1.0, 1.0], r"got \[-1.0\] at visible units \[1\]"),
         ([1.0, 1.0], r"scalar or have shape \(3,\).*got shape \(2,\)"),
-        ([1.0, np.nan, 1.0], "sigma must be finite"),
+        ([1.0, np.nan, 1.0], "sigma contains 1 NaN or infinite"),
         (1e-50, "underflows to 0 in float32"),
     ],
 )
