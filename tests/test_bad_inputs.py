@@ -489,7 +489,7 @@ BERNOULLI_RBM = [
     Row("weights transposed", lambda t: rbm(np.zeros((3, 2)), b=np.zeros(2), c=np.zeros(3)),
         r"W looks transposed: it must have shape \(n_visible, n_hidden\); pass W\.T"),
     Row("NaN weight", lambda t: rbm(np.full((3, 2), np.nan)),
-        r"W must be finite; it contains 6 NaN or infinite values"),
+        r"W contains 6 NaN or infinite values"),
     Row("weights a string", lambda t: rbm("W", b=np.zeros(3), c=np.zeros(2)),
         r"W must be a numeric array, got str\."),
     Row("float16", lambda t: rbm(dtype="float16"),
