@@ -27,8 +27,9 @@ __all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "CompiledFunction", "compile_function"
            "static_loop_length"]
 
 BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
-"""Backend names accepted by ``backend=`` (besides ``"auto"``) and the PyTensor mode each
-compiles to."""
+"""The PyTensor mode each backend compiles to (the names of
+:data:`pymc_anneal.validation.BACKEND_PACKAGES`, which
+:func:`~pymc_anneal.validation.check_backend` accepts besides ``"auto"``)."""
 
 JAX_LOOP_LENGTH = 32
 """Steps per call of a JAX loop. JAX needs static shapes, so every call runs exactly this

@@ -46,6 +46,7 @@ from pytensor.tensor.variable import TensorVariable
 from scipy.linalg import solve_triangular
 
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_probability
 
 __all__ = ["GibbsPath", "Path", "PathPoint", "check_gaussian_base", "fit_gaussian",
            "gaussian_base_path"]
@@ -399,8 +400,7 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
     the pure Gaussian.
     """
     check_gaussian_base(path)
-    if not 0.0 <= defensive < 1.0:
-        raise AnnealingError(f"defensive must be in [0, 1), got {defensive!r}.")
+    defensive = check_probability("defensive", defensive, low_open=False, high_open=True)
     d = path.num_dims
     discrete = np.array(sorted(path.discrete_dims), dtype=int)
     continuous = np.setdiff1d(np.arange(d), discrete)

@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import (
     check_choice,
     check_count,
@@ -119,10 +118,4 @@ def make_schedule(schedule, num_steps: int | None) -> np.ndarray:
         if schedule == "adaptive":  # the pilot's grid; the driver re-spaces it
             return power(num_steps)
         return SCHEDULES[schedule](num_steps)
-    betas = check_schedule(schedule)
-    if num_steps is not None and num_steps != betas.size - 1:
-        raise AnnealingError(
-            f"num_steps={num_steps} disagrees with the schedule array, which has "
-            f"{betas.size - 1} steps; pass num_steps=None with an explicit schedule."
-        )
-    return betas
+    return check_schedule(schedule, num_steps=num_steps)

@@ -411,14 +411,16 @@ def check_tuning(*, step_size=None, momentum_refresh=None, mass_matrix="adapt",
     )
 
 
-def check_schedule(betas) -> np.ndarray:
+def check_schedule(betas, *, num_steps: int | None = None) -> np.ndarray:
     """A user schedule as a float64 array: 1-D, finite, strictly increasing from exactly 0 to
-    exactly 1.
+    exactly 1 (and of ``num_steps`` steps, when that is given too).
 
     Parameters
     ----------
     betas : array_like
         Inverse temperatures ``0 = beta_0 < ... < beta_K = 1``.
+    num_steps : int, optional
+        K, where the caller was given it beside the array.
 
     Returns
     -------
@@ -453,6 +455,10 @@ def check_schedule(betas) -> np.ndarray:
         k = int(np.argmax(steps <= 0))
         raise AnnealingError(f"schedule must be strictly increasing, but beta[{k}] = "
                              f"{float(arr[k])!r} >= beta[{k + 1}] = {float(arr[k + 1])!r}.")
+    if num_steps is not None and num_steps != arr.size - 1:
+        raise AnnealingError(
+            f"num_steps={num_steps} disagrees with the schedule array, which has "
+            f"{arr.size - 1} steps; pass num_steps=None with an explicit schedule.")
     return arr
 
 

@@ -47,8 +47,8 @@ def test_power_is_dense_near_zero():
         ([0.0, np.nan, 1.0], "non-finite"),
         ([[0.0, 1.0]], "1-D array"),
         ([0.0], "at least 2"),
-        ("abc", r"schedule must be one of \['adaptive', .*'sigmoid'\] or an array of inverse "
-                r"temperatures, got 'abc'\."),
+        ("abc", (r"schedule must be one of \['adaptive', .*'sigmoid'\] or an array of inverse "
+                 r"temperatures, got 'abc'\.")),
     ],
 )
 def test_bad_schedules_raise(betas, match):
