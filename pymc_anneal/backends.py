@@ -20,15 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor
 
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_backend
 
 __all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "CompiledFunction", "compile_function",
            "compile_loop", "compile_one_off", "default_backend", "python_mode",
-           "static_loop_length", "validate_backend"]
+           "static_loop_length"]
 
 BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
-"""Backend names accepted by ``backend=`` (besides ``"auto"``) and the PyTensor mode each
-compiles to."""
+"""The PyTensor mode each backend compiles to (the names of
+:data:`pymc_anneal.validation.BACKEND_PACKAGES`, which
+:func:`~pymc_anneal.validation.check_backend` accepts besides ``"auto"``)."""
 
 JAX_LOOP_LENGTH = 32
 """Steps per call of a JAX loop. JAX needs static shapes, so every call runs exactly this
@@ -40,36 +41,13 @@ chains stay free, and JAX compiles once per distinct shape."""
 def static_loop_length(backend: str) -> int | None:
     """The number of steps every call of a compiled loop must run on ``backend`` (with
     static parameter shapes), or None where any number goes."""
-    return JAX_LOOP_LENGTH if validate_backend(backend) == "jax" else None
+    return JAX_LOOP_LENGTH if check_backend(backend) == "jax" else None
 
 
 def default_backend() -> str:
-    """What ``backend="auto"`` means here: ``"jax"`` if JAX is installed, else ``"numba"``."""
-    import importlib.util
-
-    return "jax" if importlib.util.find_spec("jax") is not None else "numba"
-
-
-def validate_backend(backend: str) -> str:
-    """Return ``backend`` (``"auto"`` resolved) if it is known and importable, else raise a
-    clear error."""
-    if not isinstance(backend, str) or backend.lower() not in (*BACKENDS, "auto"):
-        raise AnnealingError(
-            f"unknown backend {backend!r}; must be one of {sorted(BACKENDS) + ['auto']}."
-        )
-    backend = backend.lower()
-    if backend == "auto":
-        backend = default_backend()
-    module = {"numba": "numba", "jax": "jax"}.get(backend)
-    if module is not None:
-        try:
-            __import__(module)
-        except ImportError as err:
-            raise AnnealingError(
-                f'backend="{backend}" needs the {module} package, which is not installed; '
-                f"install it with `pip install pymc-anneal[{module}]` or choose another backend."
-            ) from err
-    return backend
+    """What ``backend="auto"`` means here: ``"jax"`` if JAX is installed, else ``"numba"``
+    (:func:`pymc_anneal.validation.check_backend`, which every ``backend=`` goes through)."""
+    return check_backend("auto")
 
 
 @dataclass
@@ -103,7 +81,7 @@ def compile_function(inputs: Sequence, outputs: Sequence, backend: str) -> Compi
     """Compile ``inputs -> outputs`` for ``backend`` (outputs always returned as a list)."""
     import time
 
-    backend = validate_backend(backend)
+    backend = check_backend(backend)
     start = time.perf_counter()
     if backend == "jax":
         # JAX returns fresh arrays, so no defensive copy (which cannot copy an RNG state)
@@ -136,7 +114,7 @@ def compile_loop(rng, sequences: Sequence, carries: Sequence, constants: Sequenc
     """
     import time
 
-    backend = validate_backend(backend)
+    backend = check_backend(backend)
     start = time.perf_counter()
     if backend == "jax":
         function = _jax_loop(rng, sequences, carries, constants, step_outputs)

@@ -1,8 +1,10 @@
 """``ais``: the partition function of an energy-based model (or of any annealing path).
 
-An entry point: it validates the user's options, asks the model for its annealing path
-(:meth:`pymc_anneal.energy.EnergyModel.annealing_path`), runs the driver
-(:func:`pymc_anneal.driver.run_annealing`) and returns the result as data.
+An entry point, its policy and one call: it checks the user's options
+(:mod:`pymc_anneal.validation`, :func:`pymc_anneal.driver.run_options`), asks the model for
+its annealing path (:meth:`pymc_anneal.energy.EnergyModel.annealing_path`), runs the driver
+(:func:`pymc_anneal.driver.run_annealing`) and returns the result as data, in the model's
+space (:meth:`pymc_anneal.paths.Path.to_model`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,7 @@ from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.pymc.sampling import check_run_weights
 from pymc_anneal.schedules import make_schedule
-from pymc_anneal.validation import (
-    check_count,
-    check_random_seed,
-)
+from pymc_anneal.validation import check_count, check_data_rows, check_random_seed
 
 __all__ = ["ais"]
 
@@ -145,9 +144,7 @@ def ais(
         momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
         target_acceptance=target_acceptance, schedule=schedule)
-    if data is not None and np.ndim(data) >= 1 and len(data) == 0:
-        raise AnnealingError(f"data must have at least one row, got shape {np.shape(data)}. "
-                             "Pass the training data, or leave data=None.")
+    check_data_rows(data)
     rng, seed_attr = check_random_seed(random_seed)
     moments_rng, rng = rng.spawn(2)
     path, kernel = _annealing_path(model, options.kernel, moments_rng, base=base, data=data,
@@ -158,12 +155,13 @@ def ais(
                            options=options.replace(kernel=kernel))
     check_run_weights(path, result, subject="log f",
                       fix="Check that the energy is finite wherever the base puts mass.")
-    attrs = {"quantity": "log_partition_function", "schedule": schedule if isinstance(schedule, str)
-             else "custom", "random_seed": seed_attr, "model": getattr(model, "name", None),
+    attrs = {"quantity": "log_partition_function",
+             "schedule": schedule if isinstance(schedule, str) else "custom",
+             "random_seed": seed_attr, "model": getattr(model, "name", None),
              "dtype": path.dtype,
              **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
-    return to_datatree(result, {"x": np.asarray(result.positions)}, var_dims={"x": ["x_dim"]},
-                       rng=rng, attrs=attrs)
+    return to_datatree(result, {"x": np.asarray(path.to_model(result.positions))},
+                       var_dims={"x": ["x_dim"]}, rng=rng, attrs=attrs)
 
 
 def _annealing_path(model, kernel, rng, **options):

@@ -22,6 +22,9 @@ nothing of kernels or backends.
   back to the graph builders as symbolic tensors of the same names;
 - ``sample_base(rng, num_draws)`` and ``log_base_normalizer``: exact draws from the
   normalized base and :math:`\log Z_0`; ``base_scale`` (or ``None``), a starting scale;
+- ``to_model(positions)``: the final positions in the model's own space (as NumPyro's
+  ``postprocess_fn``): the identity, except on a path that runs in other coordinates (the
+  whitened ones of :func:`gaussian_base_path`);
 - ``weight_increment(state, beta, delta, params)``: the graph of the AIS weight increment
   :math:`\log f_\beta(x) - \log f_{\beta-\delta}(x)` at a kernel's state (``delta`` may be
   negative: a run backwards from the target). A continuous path reads the state's cached
@@ -43,6 +46,7 @@ from pytensor.tensor.variable import TensorVariable
 from scipy.linalg import solve_triangular
 
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.validation import check_probability
 
 __all__ = ["GibbsPath", "Path", "PathPoint", "check_gaussian_base", "fit_gaussian",
            "gaussian_base_path"]
@@ -53,6 +57,11 @@ class _Contract:
 
     capabilities: tuple[str, ...] = ()
     default_kernel: str = "hais"
+
+    def to_model(self, positions: np.ndarray) -> np.ndarray:
+        """``positions`` (``(..., num_dims)``, in this path's coordinates) in the model's own
+        space; the identity here."""
+        return positions
 
     def require(self, capability: str, who: str) -> None:
         """Raise a clear error unless this path offers ``capability`` (asked by ``who``)."""
@@ -127,6 +136,9 @@ class Path(_Contract):
     sample_discrete : callable, optional
         ``(rng, positions (N, d)) -> positions``: the ``discrete_dims`` drawn from that
         distribution given the other coordinates of ``positions``.
+    postprocess : callable, optional
+        ``positions (..., d) -> positions (..., d)``, NumPy: this path's coordinates mapped
+        to the model's space (:meth:`to_model`); ``None`` where they are the model's.
     """
 
     num_dims: int
@@ -144,6 +156,7 @@ class Path(_Contract):
     discrete_supports: tuple = ()
     build_discrete_base: Callable | None = field(default=None, compare=False)
     sample_discrete: Callable | None = field(default=None, compare=False)
+    postprocess: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
 
     dtype = "float64"
     capabilities = ("evaluate",)
@@ -153,6 +166,11 @@ class Path(_Contract):
         """``(owner, key)``: compiled loops live as long as ``owner`` (this path, or the
         ``cache_owner`` whose paths share them) and are told apart by ``key``."""
         return (self if self.cache_owner is None else self.cache_owner), ("path", self.structure)
+
+    def to_model(self, positions: np.ndarray) -> np.ndarray:
+        """``positions`` (``(..., num_dims)``, in this path's coordinates) in the model's own
+        space: ``postprocess(positions)``, or ``positions`` themselves without one."""
+        return positions if self.postprocess is None else self.postprocess(positions)
 
     def weight_increment(self, state, beta, delta, params: dict) -> TensorVariable:
         r""":math:`\delta\,\ell(x)` at ``state`` (-inf where :math:`\ell` is not finite), from the
@@ -360,8 +378,8 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
     design notes, the analogue of Kiwaki & Aihara's full-covariance base: when :math:`q` is
     close to the target, few temperatures are needed, and whitening makes the identity a
     good mass matrix. ``mean`` and ``cov`` are inputs of the compiled loop, so every fit for
-    the same ``path`` reuses one compiled function. Map the final particles back with
-    ``mean + z @ L.T`` (:func:`numpy.linalg.cholesky` of ``cov``).
+    the same ``path`` reuses one compiled function. The path's :meth:`Path.to_model` maps
+    the final particles back, ``mean + z @ L.T`` (:func:`numpy.linalg.cholesky` of ``cov``).
 
     A path with integer coordinates (``discrete_dims``, a PyMC model's annealed discrete
     variables) keeps them as they are: ``mean`` and ``cov`` cover the other coordinates
@@ -382,8 +400,7 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
     the pure Gaussian.
     """
     check_gaussian_base(path)
-    if not 0.0 <= defensive < 1.0:
-        raise AnnealingError(f"defensive must be in [0, 1), got {defensive!r}.")
+    defensive = check_probability("defensive", defensive, low_open=False, high_open=True)
     d = path.num_dims
     discrete = np.array(sorted(path.discrete_dims), dtype=int)
     continuous = np.setdiff1d(np.arange(d), discrete)
@@ -406,14 +423,8 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
     log_z0 = float(path.log_base_normalizer)
     const = -0.5 * dc * np.log(2.0 * np.pi)
 
-    def to_model(z, params):
-        moved = params["base_mean"] + z[:, continuous] @ params["base_chol"].T
-        if not discrete.size:
-            return moved
-        return pt.set_subtensor(z[:, continuous], moved)
-
     def build(z, params):
-        x = to_model(z, params)
+        x = _unwhiten(z, params["base_mean"], params["base_chol"], continuous, d)
         log_prior, log_ratio = path.build_log_densities(x)
         log_q = -0.5 * (z[:, continuous] ** 2).sum(axis=-1) + const
         if discrete.size:
@@ -429,9 +440,7 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         z = np.zeros((num_draws, d))
         z[:, continuous] = rng.standard_normal((num_draws, dc))
         if discrete.size:  # the integer coordinates from their prior given the rest
-            x = z.copy()
-            x[:, continuous] = mean + z[:, continuous] @ chol.T
-            z[:, discrete] = path.sample_discrete(rng, x)[:, discrete]
+            z[:, discrete] = path.sample_discrete(rng, to_model(z))[:, discrete]
         from_prior = rng.random(num_draws) < defensive
         if from_prior.any():  # the mixture's prior share: pi_0's draws, whitened
             x = np.asarray(path.sample_base(rng, int(from_prior.sum())), dtype=np.float64)
@@ -439,6 +448,9 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
             z[np.ix_(from_prior, continuous)] = solve_triangular(
                 chol, (x[:, continuous] - mean).T, lower=True).T
         return z
+
+    def to_model(z: np.ndarray) -> np.ndarray:  # whitened -> the model's value space
+        return _unwhiten(np.asarray(z, dtype=np.float64), mean, chol, continuous, d)
 
     scale = np.ones(d)
     if discrete.size and path.base_scale is not None:
@@ -456,4 +468,21 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         structure=("gaussian_base", float(defensive)),
         discrete_dims=path.discrete_dims,
         discrete_supports=path.discrete_supports,
+        postprocess=to_model,
     )
+
+
+def _unwhiten(z, mean, chol, continuous: np.ndarray, num_dims: int):
+    r""":math:`x = \mu + L z` on the ``continuous`` coordinates of ``z`` (``(..., num_dims)``),
+    the others as they are: NumPy arrays, or PyTensor graphs (``z`` a matrix, ``mean`` and
+    ``chol`` the loop's symbolic parameters). The one map from whitened coordinates to the
+    model's: of the loop's log densities, of the base's draws, of the final particles."""
+    index = (slice(None),) * (z.ndim - 1) + (continuous,)
+    moved = mean + z[index] @ chol.T
+    if continuous.size == num_dims:
+        return moved
+    if isinstance(z, np.ndarray):
+        x = z.copy()
+        x[index] = moved
+        return x
+    return pt.set_subtensor(z[index], moved)

@@ -19,8 +19,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.validation import check_count, check_positive_float, check_probability
+from pymc_anneal.validation import (
+    check_choice,
+    check_count,
+    check_positive_float,
+    check_probability,
+    check_schedule,
+)
 
 __all__ = [
     "SCHEDULES",
@@ -50,7 +55,7 @@ def power(num_steps: int, exponent: float = 4.0) -> np.ndarray:
     num_steps = _check_num_steps(num_steps)
     exponent = check_positive_float("power schedule exponent", exponent)
     betas = np.linspace(0.0, 1.0, num_steps + 1) ** exponent
-    return validate_schedule(betas)
+    return check_schedule(betas)
 
 
 def geometric(num_steps: int, beta_min: float = 1e-4) -> np.ndarray:
@@ -60,7 +65,7 @@ def geometric(num_steps: int, beta_min: float = 1e-4) -> np.ndarray:
     rest = np.geomspace(beta_min, 1.0, num_steps) if num_steps > 1 else np.ones(1)
     betas = np.concatenate([[0.0], rest])
     betas[-1] = 1.0
-    return validate_schedule(betas)
+    return check_schedule(betas)
 
 
 def sigmoid(num_steps: int, scale: float = 4.0) -> np.ndarray:
@@ -70,7 +75,7 @@ def sigmoid(num_steps: int, scale: float = 4.0) -> np.ndarray:
     s = 1.0 / (1.0 + np.exp(-scale * np.linspace(-1.0, 1.0, num_steps + 1)))
     betas = (s - s[0]) / (s[-1] - s[0])
     betas[0], betas[-1] = 0.0, 1.0
-    return validate_schedule(betas)
+    return check_schedule(betas)
 
 
 def kiwaki_aihara(num_steps: int) -> np.ndarray:
@@ -78,17 +83,14 @@ def kiwaki_aihara(num_steps: int) -> np.ndarray:
 
     A quarter of the steps each on [0, 0.1], [0.1, 0.25], [0.25, 0.5] and [0.5, 1].
     """
-    num_steps = _check_num_steps(num_steps)
-    if num_steps < 4:
-        raise AnnealingError(
-            f"the 4-band kiwaki_aihara schedule needs num_steps >= 4, got {num_steps}."
-        )
+    num_steps = check_count("num_steps", num_steps, 4,
+                            what="an integer >= 4 for the 4-band kiwaki_aihara schedule")
     edges = [0.0, 0.1, 0.25, 0.5, 1.0]
     counts = [num_steps // 4 + (1 if i < num_steps % 4 else 0) for i in range(4)]
     parts = [np.zeros(1)]
     for lo, hi, n in zip(edges[:-1], edges[1:], counts, strict=True):
         parts.append(np.linspace(lo, hi, n + 1)[1:])
-    return validate_schedule(np.concatenate(parts))
+    return check_schedule(np.concatenate(parts))
 
 
 SCHEDULES: dict[str, Callable[[int], np.ndarray]] = {
@@ -100,35 +102,8 @@ SCHEDULES: dict[str, Callable[[int], np.ndarray]] = {
 }
 
 
-def validate_schedule(betas) -> np.ndarray:
-    """Check a user schedule: 1-D, finite, strictly increasing from exactly 0 to exactly 1."""
-    try:
-        arr = np.asarray(betas, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise AnnealingError(f"schedule must be an array of floats, got {betas!r}.") from err
-    if arr.ndim != 1 or arr.size < 2:
-        raise AnnealingError(
-            "schedule must be a 1-D array of at least 2 inverse temperatures (0 and 1), "
-            f"got shape {arr.shape}."
-        )
-    if not np.all(np.isfinite(arr)):
-        raise AnnealingError(
-            f"schedule contains non-finite values: {arr[~np.isfinite(arr)][:5].tolist()}."
-        )
-    if arr[0] != 0.0 or arr[-1] != 1.0:
-        raise AnnealingError(
-            "schedule must start at exactly 0 and end at exactly 1, got "
-            f"{float(arr[0])!r} ... {float(arr[-1])!r}."
-        )
-    steps = np.diff(arr)
-    if np.any(steps <= 0):
-        k = int(np.argmax(steps <= 0))
-        raise AnnealingError(
-            "schedule must be strictly increasing, but beta[{0}] = {1!r} >= beta[{2}] = {3!r}.".format(
-                k, float(arr[k]), k + 1, float(arr[k + 1])
-            )
-        )
-    return arr
+validate_schedule = check_schedule
+"""Check a user schedule (:func:`pymc_anneal.validation.check_schedule`, by its old name)."""
 
 
 def make_schedule(schedule, num_steps: int | None) -> np.ndarray:
@@ -138,18 +113,9 @@ def make_schedule(schedule, num_steps: int | None) -> np.ndarray:
     equal thermodynamic length (:func:`pymc_anneal.driver.equal_length_schedule`).
     """
     if isinstance(schedule, str):
+        check_choice("schedule", schedule, [*SCHEDULES, "adaptive"], what=(
+            f"one of {sorted([*SCHEDULES, 'adaptive'])} or an array of inverse temperatures"))
         if schedule == "adaptive":  # the pilot's grid; the driver re-spaces it
             return power(num_steps)
-        if schedule not in SCHEDULES:
-            raise AnnealingError(
-                f"unknown schedule {schedule!r}; must be one of "
-                f"{sorted([*SCHEDULES, 'adaptive'])} or an array of inverse temperatures."
-            )
         return SCHEDULES[schedule](num_steps)
-    betas = validate_schedule(schedule)
-    if num_steps is not None and num_steps != betas.size - 1:
-        raise AnnealingError(
-            f"num_steps={num_steps} disagrees with the schedule array, which has "
-            f"{betas.size - 1} steps; pass num_steps=None with an explicit schedule."
-        )
-    return betas
+    return check_schedule(schedule, num_steps=num_steps)

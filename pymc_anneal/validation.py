@@ -17,19 +17,25 @@ import numpy as np
 from pymc_anneal.exceptions import AnnealingError
 
 __all__ = [
+    "BACKEND_PACKAGES",
     "MASS_MATRICES",
     "check_backend",
     "check_chain_weights",
     "check_choice",
     "check_count",
     "check_counts",
+    "check_data_rows",
     "check_finite_array",
+    "check_fixed_parameters",
+    "check_initial_positions",
     "check_model",
+    "check_num_steps",
     "check_one_of",
     "check_positive_float",
     "check_probability",
     "check_random_seed",
     "check_real",
+    "check_schedule",
     "check_tuning",
     "is_integer",
 ]
@@ -211,8 +217,9 @@ def check_probability(name: str, value, *, low_open: bool = True, high_open: boo
                       allow_none=allow_none, what=what)
 
 
-def check_choice(name: str, value, options: Iterable[str]):
-    """``value`` if it is one of ``options`` (names of things, e.g. kernels or backends).
+def check_choice(name: str, value, options: Iterable[str], *, what: str | None = None):
+    """``value`` if it is one of ``options`` (names of things, e.g. kernels or backends, or a
+    setting with a few values).
 
     Parameters
     ----------
@@ -222,6 +229,9 @@ def check_choice(name: str, value, options: Iterable[str]):
         What the caller passed.
     options : iterable of str
         The accepted names (a dict's keys are its names).
+    what : str, optional
+        What is accepted, in words, where a call site has its own established wording (e.g.
+        ``"one of ['pcd', 'cd']"``, in the order that matters there).
 
     Returns
     -------
@@ -231,40 +241,22 @@ def check_choice(name: str, value, options: Iterable[str]):
     Raises
     ------
     AnnealingError
-        ``f"unknown {name} {value!r}; must be one of {sorted(options)}."``
+        ``f"unknown {name} {value!r}; must be one of {sorted(options)}."``, or with ``what``
+        ``f"{name} must be {what}, got {value!r}."``
     """
     options = list(options)
-    if not isinstance(value, str) or value not in options:
-        raise AnnealingError(f"unknown {name} {value!r}; must be one of {sorted(options)}.")
-    return value
+    if isinstance(value, str) and value in options:
+        return value
+    if what is not None:
+        raise AnnealingError(f"{name} must be {what}, got {value!r}.")
+    raise AnnealingError(f"unknown {name} {value!r}; must be one of {sorted(options)}.")
 
 
 def check_one_of(name: str, value, options: Iterable[str]):
-    """``value`` if it is one of ``options`` (a setting with a few values, in a given order).
-
-    Parameters
-    ----------
-    name : str
-        The argument's name, for the message.
-    value : object
-        What the caller passed.
-    options : iterable of str
-        The accepted values, listed in the message in this order.
-
-    Returns
-    -------
-    str
-        ``value``.
-
-    Raises
-    ------
-    AnnealingError
-        ``f"{name} must be one of {list(options)}, got {value!r}."``
-    """
+    """:func:`check_choice` with the options listed in the given order: ``f"{name} must be one
+    of {list(options)}, got {value!r}."`` (the wording of the energy models' settings)."""
     options = list(options)
-    if not isinstance(value, str) or value not in options:
-        raise AnnealingError(f"{name} must be one of {options}, got {value!r}.")
-    return value
+    return check_choice(name, value, options, what=f"one of {options}")
 
 
 def check_finite_array(name: str, value, shape: tuple | None = None) -> np.ndarray:
@@ -305,26 +297,51 @@ def check_finite_array(name: str, value, shape: tuple | None = None) -> np.ndarr
     return array
 
 
+BACKEND_PACKAGES = {"c": None, "jax": "jax", "numba": "numba"}
+"""The backends of ``backend=`` (besides ``"auto"``), each with the package it needs
+(:data:`pymc_anneal.backends.BACKENDS` maps them to PyTensor modes)."""
+
+
 def check_backend(backend) -> str:
-    """The backend's name if it is known and its package is installed.
+    """The backend's name, ``"auto"`` resolved, if it is known and its package is installed.
+
+    ``"auto"`` is JAX when it is installed, else Numba (why: :mod:`pymc_anneal.backends`).
 
     Parameters
     ----------
-    backend : str
-        One of :data:`pymc_anneal.backends.BACKENDS`.
+    backend : str or None
+        One of :data:`BACKEND_PACKAGES` or ``"auto"``, in any case; ``None`` is ``"auto"``
+        (:func:`pymc.sample_smc`'s default spelling).
 
     Returns
     -------
     str
+        ``"c"``, ``"jax"`` or ``"numba"``.
 
     Raises
     ------
     AnnealingError
         For an unknown backend, or one whose package is missing.
     """
-    from pymc_anneal.backends import validate_backend
+    import importlib.util
 
-    return validate_backend(backend)
+    names = [*sorted(BACKEND_PACKAGES), "auto"]
+    backend = "auto" if backend is None else backend
+    if not isinstance(backend, str) or backend.lower() not in names:
+        raise AnnealingError(f"unknown backend {backend!r}; must be one of {names}.")
+    backend = backend.lower()
+    if backend == "auto":
+        backend = "jax" if importlib.util.find_spec("jax") is not None else "numba"
+    module = BACKEND_PACKAGES[backend]
+    if module is not None:
+        try:
+            __import__(module)
+        except ImportError as err:
+            raise AnnealingError(
+                f'backend="{backend}" needs the {module} package, which is not installed; '
+                f"install it with `pip install pymc-anneal[{module}]` or choose another backend."
+            ) from err
+    return backend
 
 
 def check_random_seed(random_seed) -> tuple[np.random.Generator, str | None]:
@@ -394,6 +411,162 @@ def check_tuning(*, step_size=None, momentum_refresh=None, mass_matrix="adapt",
         target_acceptance=target_acceptance,
         adapt_schedule=isinstance(schedule, str) and schedule == "adaptive",
     )
+
+
+def check_schedule(betas, *, num_steps: int | None = None) -> np.ndarray:
+    """A user schedule as a float64 array: 1-D, finite, strictly increasing from exactly 0 to
+    exactly 1 (and of ``num_steps`` steps, when that is given too).
+
+    Parameters
+    ----------
+    betas : array_like
+        Inverse temperatures ``0 = beta_0 < ... < beta_K = 1``.
+    num_steps : int, optional
+        K, where the caller was given it beside the array.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    AnnealingError
+        Naming the first thing wrong (not numeric, not 1-D, non-finite values, the ends, the
+        first step that does not increase).
+    """
+    try:
+        arr = np.asarray(betas, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise AnnealingError(f"schedule must be an array of floats, got {betas!r}.") from err
+    if arr.ndim != 1 or arr.size < 2:
+        raise AnnealingError(
+            "schedule must be a 1-D array of at least 2 inverse temperatures (0 and 1), "
+            f"got shape {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise AnnealingError(
+            f"schedule contains non-finite values: {arr[~np.isfinite(arr)][:5].tolist()}."
+        )
+    if arr[0] != 0.0 or arr[-1] != 1.0:
+        raise AnnealingError(
+            "schedule must start at exactly 0 and end at exactly 1, got "
+            f"{float(arr[0])!r} ... {float(arr[-1])!r}."
+        )
+    steps = np.diff(arr)
+    if np.any(steps <= 0):
+        k = int(np.argmax(steps <= 0))
+        raise AnnealingError(f"schedule must be strictly increasing, but beta[{k}] = "
+                             f"{float(arr[k])!r} >= beta[{k + 1}] = {float(arr[k + 1])!r}.")
+    if num_steps is not None and num_steps != arr.size - 1:
+        raise AnnealingError(
+            f"num_steps={num_steps} disagrees with the schedule array, which has "
+            f"{arr.size - 1} steps; pass num_steps=None with an explicit schedule.")
+    return arr
+
+
+
+def check_num_steps(num_steps, schedule, dlogz=None) -> tuple[int | str | None, float | None]:
+    """``sample_ais``' ``num_steps`` (and ``dlogz``, its target error) against its schedule.
+
+    Parameters
+    ----------
+    num_steps : int, "auto" or None
+        ``None`` is ``"auto"`` with a schedule name, and nothing with a schedule array.
+    schedule : str or array
+    dlogz : float, optional
+        Only with ``"auto"``.
+
+    Returns
+    -------
+    num_steps : int, "auto" or None
+    dlogz : float or None
+
+    Raises
+    ------
+    AnnealingError
+        For ``"auto"`` with a schedule array (the pilot needs a named grid), a count below 1,
+        or a ``dlogz`` that is not a positive float or comes with a fixed ``num_steps``.
+    """
+    if num_steps is None and isinstance(schedule, str):
+        num_steps = "auto"
+    auto = isinstance(num_steps, str) and num_steps == "auto"
+    if auto and not isinstance(schedule, str):
+        raise AnnealingError('num_steps="auto" chooses the temperatures itself; give a '
+                             "schedule name (the pilot's grid), not an array.")
+    if not auto and num_steps is not None:
+        num_steps = check_count("num_steps", num_steps, 1, what='an integer >= 1 or "auto"')
+    if dlogz is not None:
+        dlogz = check_positive_float("dlogz", dlogz)
+        if not auto:
+            raise AnnealingError('dlogz is the target error of num_steps="auto"; with a fixed '
+                                 f"num_steps ({num_steps}) it has no effect. Pass "
+                                 'num_steps="auto" or drop dlogz.')
+    return num_steps, dlogz
+
+
+def check_fixed_parameters(fixed, kernel) -> None:
+    """Refuse fixed values (``step_size=``, ``momentum_refresh=``) of parameters that
+    ``kernel`` (a :class:`pymc_anneal.kernels.Kernel`) does not have.
+
+    Raises
+    ------
+    AnnealingError
+        Naming the unknown ones and the kernel's parameters.
+    """
+    unknown = sorted(set(fixed) - set(kernel.parameter_names))
+    if unknown:
+        raise AnnealingError(f"the {kernel.name!r} kernel has no parameter(s) {unknown} to fix; "
+                             f"its parameters are {list(kernel.parameter_names)}.")
+
+
+def check_initial_positions(initial_positions, *, direction: str, shape: tuple[int, int],
+                            dtype, own_base_draws: bool) -> np.ndarray | None:
+    """A run's starting states as an array of ``shape`` (``(chains * draws, num_dims)``).
+
+    Parameters
+    ----------
+    initial_positions : array or None
+    direction : {"forward", "backward"}
+        A backward run needs them.
+    shape : tuple
+    dtype : str
+        The path's state dtype.
+    own_base_draws : bool
+        Whether the run draws from the base itself (a ``num_steps="auto"`` forward run, whose
+        check chain needs the base's draws): then there must be none.
+
+    Returns
+    -------
+    numpy.ndarray or None
+    """
+    if initial_positions is None:
+        if direction == "backward":
+            raise AnnealingError("a backward run starts from given states: pass "
+                                 f"initial_positions of shape {shape}.")
+        return None
+    if own_base_draws:
+        raise AnnealingError(
+            "with tuning.auto_variance (num_steps='auto') a forward run starts from the base's "
+            "own draws: its extra check chain needs them too. Drop initial_positions, or fix "
+            "the number of temperatures (auto_variance=None).")
+    initial_positions = np.asarray(initial_positions, dtype=dtype)
+    if initial_positions.shape != tuple(shape):
+        raise AnnealingError(f"initial_positions must have shape {tuple(shape)} "
+                             f"(chains * draws, num_dims), got {initial_positions.shape}.")
+    return initial_positions
+
+
+def check_data_rows(data) -> None:
+    """Refuse training ``data`` without rows (``None`` passes: no data).
+
+    Raises
+    ------
+    AnnealingError
+        ``"data must have at least one row, got shape ..."``.
+    """
+    if data is not None and np.ndim(data) >= 1 and len(data) == 0:
+        raise AnnealingError(f"data must have at least one row, got shape {np.shape(data)}. "
+                             "Pass the training data, or leave data=None.")
 
 
 def check_counts(name: str, value, minimum: int) -> list[int]:
@@ -486,3 +659,26 @@ def check_chain_weights(log_w, *, subject: str = "the log-likelihood",
         "evidence is -inf with no standard error, and the pooled estimate would rest on "
         f"{alive} particle{'s' if alive != 1 else ''} with non-zero weight in the other "
         f"chains. {fix}")
+
+
+IDATA_KWARGS = ("log_likelihood",)
+"""The keys of ``sample_ais(idata_kwargs=...)``, as :func:`pymc.sample` takes them."""
+
+
+def check_idata_kwargs(idata_kwargs) -> dict:
+    """``idata_kwargs`` (None or a dict with keys in :data:`IDATA_KWARGS`, boolean values)
+    as a dict."""
+    if idata_kwargs is None:
+        return {}
+    if not isinstance(idata_kwargs, dict):
+        raise AnnealingError("idata_kwargs must be a dict such as {'log_likelihood': True}, "
+                             f"got {type(idata_kwargs).__name__}.")
+    unknown = sorted(map(str, set(idata_kwargs) - set(IDATA_KWARGS)))
+    if unknown:
+        raise AnnealingError(f"idata_kwargs takes the key(s) {list(IDATA_KWARGS)}, got "
+                             f"{unknown}; e.g. idata_kwargs={{'log_likelihood': True}} adds the "
+                             "pointwise log-likelihood that az.loo reads.")
+    for key, value in idata_kwargs.items():
+        if not isinstance(value, bool | np.bool_):
+            raise AnnealingError(f"idata_kwargs[{key!r}] must be True or False, got {value!r}.")
+    return {key: bool(value) for key, value in idata_kwargs.items()}

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytensor.tensor as pt
+import pytest
 
 from pymc_anneal.driver import RunOptions, run_annealing
 from pymc_anneal.estimators import estimate_log_z
@@ -67,6 +68,33 @@ def test_pilot_steps_thin_a_band_evenly_and_keep_its_end():
     steps = _pilot_steps(1000, 13500, 512)
     assert steps.size == 512 and steps[0] == 1000 and steps[-1] == 13499
     assert np.all(np.diff(steps) > 0) and np.ptp(np.diff(steps)) <= 1
+
+
+def test_the_pilot_chooses_the_schedule():
+    """Pilot.schedule: the pilot's grid as it is, re-spaced (adapt_schedule, same K), or
+    K = auto_num_steps(L, sigma^2, tau) steps (auto_variance), each step with the values tuned
+    at the grid step it falls in; Pilot.rerun: none while the check chain meets the target,
+    else K * v / sigma^2 steps."""
+    from pymc_anneal.driver import TuningOptions
+    from pymc_anneal.driver.tuning import AUTO_RERUN_FACTOR, Pilot, auto_num_steps
+
+    grid = np.linspace(0.0, 1.0, 11)
+    pilot = Pilot(grid, {"step_size": np.arange(10.0)}, np.full(10, 400.0), 2.0)
+    betas, values, length = pilot.schedule(TuningOptions())
+    assert betas is grid and values is pilot.values and length is None
+    betas, values, length = pilot.schedule(TuningOptions(adapt_schedule=True))
+    np.testing.assert_allclose(betas, grid, atol=1e-12)  # a constant slope: equal steps
+    np.testing.assert_array_equal(values["step_size"], np.arange(10.0))
+    betas, values, length = pilot.schedule(TuningOptions(auto_variance=0.5))
+    assert length == pytest.approx(20.0) and betas.size - 1 == auto_num_steps(20.0, 0.5, 2.0) == 1600
+    np.testing.assert_array_equal(values["step_size"], np.repeat(np.arange(10.0), 160))
+    quiet = np.zeros(100)  # equal weights: realized variance 0
+    realized, repeat = pilot.rerun(1600, quiet, 0.5, 0)
+    assert abs(realized) < 1e-12 and repeat is None
+    loud = np.log(np.r_[np.full(50, 1e-3), np.ones(50)])  # log(N / ESS) about 0.69
+    realized, (betas, _) = pilot.rerun(1600, loud, 0.3, 0)
+    assert realized > AUTO_RERUN_FACTOR * 0.3
+    assert betas.size - 1 == int(np.ceil(1600 * realized / 0.3))
 
 
 def test_a_long_fixed_schedule_is_thinned_for_the_pilot_only(monkeypatch):

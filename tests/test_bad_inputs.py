@@ -150,7 +150,7 @@ SAMPLE_AIS = [
     Row("unknown kernel", lambda t: sample_ais(t, kernel="nuts"), r"unknown kernel 'nuts'"),
     Row("unknown backend", lambda t: sample_ais(t, backend="cuda"), r"unknown backend 'cuda'"),
     Row("unknown schedule", lambda t: sample_ais(t, schedule="cosine"),
-        r"unknown schedule 'cosine'"),
+        r"schedule must be one of \[.*\] or an array of inverse temperatures, got 'cosine'"),
     Row("schedule not increasing",
         lambda t: sample_ais(t, schedule=[0.0, 0.5, 0.4, 1.0], num_steps=None),
         r"strictly increasing"),
@@ -193,7 +193,8 @@ SAMPLE_AIS = [
         r"some configuration"),
     Row("annealed count with a kernel that cannot move it",
         lambda t: sample_ais(t, model=t.poisson, kernel="metropolis"),
-        r"annealed discrete variables \['k'\] .* kernel must be one of"),
+        r"kernel must be one of \['hais', 'hmc'\] \(an HMC kernel, composed with a Metropolis "
+        r"step that moves the annealed discrete variables \['k'\]\), got 'metropolis'"),
 ]
 
 

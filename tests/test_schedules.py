@@ -26,7 +26,9 @@ def test_kiwaki_aihara_puts_a_quarter_of_the_steps_in_each_band():
     band = np.searchsorted([0.1, 0.25, 0.5, 1.0], betas[1:], side="left")  # (0, .1], (.1, .25], ...
     counts = np.bincount(band, minlength=4)
     np.testing.assert_array_equal(counts, [100, 100, 100, 100])
-    with pytest.raises(AnnealingError, match="needs num_steps >= 4, got 3"):
+    with pytest.raises(AnnealingError,
+                       match="num_steps must be an integer >= 4 for the 4-band kiwaki_aihara "
+                             "schedule, got 3"):
         kiwaki_aihara(3)
 
 
@@ -45,7 +47,8 @@ def test_power_is_dense_near_zero():
         ([0.0, np.nan, 1.0], "non-finite"),
         ([[0.0, 1.0]], "1-D array"),
         ([0.0], "at least 2"),
-        ("abc", "unknown schedule 'abc'"),
+        ("abc", (r"schedule must be one of \['adaptive', .*'sigmoid'\] or an array of inverse "
+                 r"temperatures, got 'abc'\.")),
     ],
 )
 def test_bad_schedules_raise(betas, match):

@@ -11,7 +11,11 @@ from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import (
     check_choice,
     check_count,
+    check_data_rows,
     check_finite_array,
+    check_fixed_parameters,
+    check_initial_positions,
+    check_num_steps,
     check_one_of,
     check_positive_float,
     check_probability,
@@ -138,6 +142,65 @@ def test_check_one_of_keeps_the_given_order():
         check_one_of("method", 1, ("pcd", "cd"))
 
 
+def test_check_choice_with_a_call_sites_own_wording():
+    """``what`` is the house form of an established wording; check_one_of is check_choice
+    with the options in the given order."""
+    assert check_choice("method", "cd", ("pcd", "cd"), what="one of ['pcd', 'cd']") == "cd"
+    with pytest.raises(AnnealingError,
+                       match=r"^schedule must be one of \['linear'\] or an array, got 'x'\.$"):
+        check_choice("schedule", "x", ["linear"], what="one of ['linear'] or an array")
+
+
+def test_check_num_steps():
+    assert check_num_steps(None, "power") == ("auto", None)
+    assert check_num_steps(None, [0.0, 1.0]) == (None, None)
+    assert check_num_steps("auto", "linear", dlogz=0.1) == ("auto", 0.1)
+    assert check_num_steps(np.int64(7), "linear") == (7, None)
+    with pytest.raises(AnnealingError, match=r'num_steps="auto" chooses the temperatures'):
+        check_num_steps("auto", [0.0, 1.0])
+    with pytest.raises(AnnealingError, match=r'num_steps must be an integer >= 1 or "auto", '
+                                             r"got 'automatic'"):
+        check_num_steps("automatic", "linear")
+    with pytest.raises(AnnealingError, match=r"with a fixed num_steps \(5\) it has no effect"):
+        check_num_steps(5, "linear", dlogz=0.1)
+    with pytest.raises(AnnealingError, match=r"dlogz must be a positive float .*got 0"):
+        check_num_steps("auto", "linear", dlogz=0)
+
+
+def test_check_initial_positions():
+    given = check_initial_positions([[1, 2], [3, 4]], direction="backward", shape=(2, 2),
+                                    dtype="float32", own_base_draws=False)
+    assert given.dtype == np.float32 and given.shape == (2, 2)
+    assert check_initial_positions(None, direction="forward", shape=(2, 2), dtype="float64",
+                                   own_base_draws=True) is None
+    with pytest.raises(AnnealingError, match=r"a backward run starts from given states: pass "
+                                             r"initial_positions of shape \(2, 2\)"):
+        check_initial_positions(None, direction="backward", shape=(2, 2), dtype="float64",
+                                own_base_draws=False)
+    with pytest.raises(AnnealingError, match=r"initial_positions must have shape \(4, 2\) "
+                                             r"\(chains \* draws, num_dims\), got \(2, 2\)"):
+        check_initial_positions(np.zeros((2, 2)), direction="backward", shape=(4, 2),
+                                dtype="float64", own_base_draws=False)
+    with pytest.raises(AnnealingError, match=r"its extra check chain needs them too"):
+        check_initial_positions(np.zeros((2, 2)), direction="forward", shape=(2, 2),
+                                dtype="float64", own_base_draws=True)
+
+
+def test_check_fixed_parameters_and_data_rows():
+    class Kernel:
+        name, parameter_names = "hmc", ("step_size", "inverse_mass")
+
+    check_fixed_parameters({"step_size": 0.1}, Kernel())
+    with pytest.raises(AnnealingError, match=r"the 'hmc' kernel has no parameter\(s\) "
+                                             r"\['refresh'\] to fix; its parameters are"):
+        check_fixed_parameters({"refresh": 0.5, "step_size": 0.1}, Kernel())
+    check_data_rows(None)
+    check_data_rows(np.zeros((1, 3)))
+    with pytest.raises(AnnealingError, match=r"data must have at least one row, got shape "
+                                             r"\(0, 3\)"):
+        check_data_rows(np.zeros((0, 3)))
+
+
 def test_check_finite_array():
     out = check_finite_array("x", [[1, 2], [3, 4]], shape=(None, 2))
     assert out.dtype == np.float64 and out.shape == (2, 2)
@@ -193,6 +256,15 @@ def test_auto_backend_is_jax_when_installed_else_numba(monkeypatch):
     assert backends.default_backend() == "numba" and check_backend("AUTO") == "numba"
     with pytest.raises(AnnealingError, match=r"unknown backend 'gpu'; must be one of .*'auto'"):
         check_backend("gpu")
+
+
+def test_every_backend_has_a_mode_and_a_package_rule():
+    """validation.check_backend (the one check of ``backend=``) and backends.BACKENDS (the
+    PyTensor mode of each) name the same backends."""
+    from pymc_anneal.backends import BACKENDS
+    from pymc_anneal.validation import BACKEND_PACKAGES
+
+    assert set(BACKENDS) == set(BACKEND_PACKAGES)
 
 
 @pytest.mark.parametrize("value", [True, False, np.bool_(True), [1, True], (2, np.True_)])

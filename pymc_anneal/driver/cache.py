@@ -19,8 +19,9 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 
-from pymc_anneal.backends import static_loop_length, validate_backend
+from pymc_anneal.backends import static_loop_length
 from pymc_anneal.driver.scan import CompiledLoop, build_loop
+from pymc_anneal.validation import check_backend
 
 __all__ = ["LOOPS", "MAX_ENTRIES", "CompileCache", "compiled_loop"]
 
@@ -76,7 +77,7 @@ def compiled_loop(path, kernel, backend: str) -> CompiledLoop:
 
     Where the backend's loops take the shapes of the path's parameters as static (JAX's),
     they are part of the key."""
-    backend = validate_backend(backend)
+    backend = check_backend(backend)
     owner, key = path.compile_key()
     key = (*key, kernel.structure, backend)
     if static_loop_length(backend) is not None:

@@ -34,22 +34,19 @@ from typing import Any
 
 import numpy as np
 
-from pymc_anneal.backends import validate_backend
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.options import RunOptions
-from pymc_anneal.driver.tuning import (
-    auto_miss_message,
-    auto_num_steps,
-    auto_rerun_steps,
-    equal_length_schedule,
-    needs_pilot,
-    step_arrays,
-    thermodynamic_length,
-    tune,
-)
+from pymc_anneal.driver.scan import CompiledLoop
+from pymc_anneal.driver.tuning import Pilot, auto_miss_message, needs_pilot, step_arrays, tune
 from pymc_anneal.estimators import effective_sample_size
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.kernels import resolve_kernel
+from pymc_anneal.exceptions import AnnealingWarning
+from pymc_anneal.kernels import Kernel, resolve_kernel
+from pymc_anneal.validation import (
+    check_backend,
+    check_choice,
+    check_fixed_parameters,
+    check_initial_positions,
+)
 
 __all__ = ["DIRECTIONS", "AnnealingRun", "run_annealing"]
 
@@ -130,139 +127,179 @@ def run_annealing(
     """
     from pymc_anneal._progress import annealing_progress
 
-    options = options or RunOptions()
-    tuning, progressbar = options.tuning, options.progressbar
-    backend = validate_backend(options.backend)
-    if direction not in DIRECTIONS:
-        raise AnnealingError(f"unknown direction {direction!r}; must be one of {list(DIRECTIONS)}.")
-    kernel = resolve_kernel(path.default_kernel if options.kernel is None else options.kernel,
-                            path, **options.kernel_options)
-    unknown = sorted(set(tuning.fixed) - set(kernel.parameter_names))
-    if unknown:
-        raise AnnealingError(f"the {kernel.name!r} kernel has no parameter(s) {unknown} to fix; "
-                             f"its parameters are {list(kernel.parameter_names)}.")
-    num_steps, num_particles, d = betas.size - 1, draws * chains, path.num_dims
-    if direction == "backward" and initial_positions is None:
-        raise AnnealingError("a backward run starts from given states: pass "
-                             f"initial_positions of shape ({num_particles}, {d}).")
-    if initial_positions is not None:
-        initial_positions = np.asarray(initial_positions, dtype=path.dtype)
-        if initial_positions.shape != (num_particles, d):
-            raise AnnealingError(f"initial_positions must have shape ({num_particles}, {d}) "
-                                 f"(chains * draws, num_dims), got {initial_positions.shape}.")
-    auto = tuning.auto_variance is not None
-    check = auto and direction == "forward"  # one more chain, whose weights decide a repeat
-    if check and initial_positions is not None:
-        raise AnnealingError(
-            "with tuning.auto_variance (num_steps='auto') a forward run starts from the base's "
-            "own draws: its extra check chain needs them too. Drop initial_positions, or fix "
-            "the number of temperatures (auto_variance=None).")
-    run_chains = chains + int(check)
-    path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
-    timings = {}
+    plan = _plan(path, options or RunOptions(), direction, draws, chains, initial_positions,
+                 num_chunks)
+    tuning = plan.options.tuning
     t0 = time.perf_counter()
-    loop = compiled_loop(path, kernel, backend)
-    field_dtypes = [f.dtype or path.dtype for f in kernel.state]
-    loop.precompile(draws * run_chains, run_chains, d, field_dtypes, path_parameters)
-    if needs_pilot(kernel.parameters, tuning):
-        loop.precompile(tuning.num_pilot, 1, d, field_dtypes, path_parameters)
-    timings["compile"] = time.perf_counter() - t0
-    length = None
-
-    with annealing_progress(progressbar, label or path.name, num_steps) as progress:
+    loop = _compile(path, plan)
+    timings = {"compile": time.perf_counter() - t0}
+    with annealing_progress(plan.options.progressbar, label or path.name,
+                            betas.size - 1) as progress:
         progress("tuning", 0)
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)
-        values, ratio_var, inefficiency = tune(
-            loop, path, betas, tuning, tuning.target_acceptance or kernel.target_acceptance,
-            pilot_rng, lambda done: progress("tuning", done))
-        pilot_betas, pilot_values = betas, values
-
-        def respace(num_steps):  # equal thermodynamic length, each step the pilot's values
-            new = equal_length_schedule(pilot_betas, ratio_var, num_steps)
-            index = np.searchsorted(pilot_betas[1:], new[1:], side="left")
-            index = index.clip(0, pilot_betas.size - 2)
-            return new, {k: v[index] for k, v in pilot_values.items()}
-
-        if auto:
-            length = thermodynamic_length(pilot_betas, ratio_var)
-            num_steps = auto_num_steps(length, tuning.auto_variance, inefficiency)
-        if tuning.adapt_schedule or auto:
-            betas, values = respace(num_steps)
+        pilot = Pilot(betas, *tune(
+            loop, path, betas, tuning, tuning.target_acceptance or plan.kernel.target_acceptance,
+            pilot_rng, lambda done: progress("tuning", done)))
+        betas, values, length = pilot.schedule(tuning)
         timings["tuning"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-
-        def anneal(betas, values, base_rng, run_rng):
-            num_steps = betas.size - 1
-            progress("annealing", 0, num_steps)
-            if direction == "forward":
-                run_betas = betas
-                chain_rngs = base_rng.spawn(run_chains)
-                positions = (initial_positions if initial_positions is not None else
-                             np.concatenate([path.sample_base(r, draws) for r in chain_rngs]))
-                log_w = np.full(draws * run_chains, float(path.log_base_normalizer))
-            else:  # step j runs at beta_{K-j}, with the values tuned there (beta_0: beta_1's)
-                run_betas = betas[::-1].copy()
-                order = np.maximum(np.arange(num_steps)[::-1] - 1, 0)
-                values = {k: v[order] for k, v in values.items()}
-                positions = initial_positions
-                log_w = np.zeros(num_particles)
-            arrays = step_arrays(loop.parameters, run_betas, values, tuning.fixed)
-            base_rng, state = loop.init(base_rng, positions,
-                                        {k: v[0] for k, v in arrays.items()}, path_parameters)
-            stats: dict[str, list] = {}
-            chunks = _chunks(num_steps, num_chunks, loop.chunk_length)
-            for start, stop in zip(chunks[:-1], chunks[1:]):
-                run_rng, state, log_w, chunk_stats = loop.run(
-                    run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w,
-                    run_chains, path_parameters)
-                for name, value in chunk_stats.items():
-                    stats.setdefault(name, []).append(value)
-                progress("annealing", stop)
-            return run_betas, arrays, state, np.asarray(log_w), stats
-
-        run_betas, arrays, state, log_w, stats = anneal(betas, values, base_rng, run_rng)
+        run = _anneal(loop, path, plan, betas, values, base_rng, run_rng, progress)
         reruns, realized = 0, None
-        while check:
+        while plan.check:
             # the pilot may under-rate the kernel's lag: size again from the check chain's
             # realized variance (never from the reported chains': that would bias them low)
-            realized, next_steps = auto_rerun_steps(num_steps, log_w[num_particles:],
-                                                    tuning.auto_variance, reruns)
-            if next_steps is None:
+            realized, repeat = pilot.rerun(run.num_steps, run.log_w[plan.num_particles:],
+                                           tuning.auto_variance, reruns)
+            if repeat is None:
                 break
-            num_steps = next_steps
-            betas, values = respace(num_steps)
-            run_betas, arrays, state, log_w, stats = anneal(betas, values, *rng.spawn(2))
+            run = _anneal(loop, path, plan, *repeat, *rng.spawn(2), progress)
             reruns += 1
         timings["sampling"] = time.perf_counter() - t2
     if realized is not None:
-        message = auto_miss_message(num_steps, realized, tuning.auto_variance, num_particles,
-                                    draws)
+        message = auto_miss_message(run.num_steps, realized, tuning.auto_variance,
+                                    plan.num_particles, draws)
         if message:  # stacklevel: the caller of sample_ais, the one caller that sizes runs
             warnings.warn(message, AnnealingWarning, stacklevel=3)
-    # the check chain (the last) is dropped: the result holds the chains that did not decide
-    step_stats = {name: np.concatenate(v, axis=0).T[:chains] for name, v in stats.items()}
-    if direction == "forward":
+    auto = None if length is None else {
+        "thermodynamic_length": length, "auto_variance": tuning.auto_variance,
+        "inefficiency": pilot.inefficiency, "auto_reruns": reruns,
+        **({"auto_check_variance": realized} if realized is not None else {})}
+    return _result(path, plan, run, timings, auto)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A run's checked inputs: what every pass of it shares."""
+
+    options: RunOptions
+    kernel: Kernel
+    backend: str
+    direction: str
+    draws: int
+    chains: int
+    check: bool  # one more chain, whose weights decide a repeat (num_steps="auto")
+    initial_positions: np.ndarray | None
+    path_parameters: list
+    num_chunks: int
+
+    @property
+    def run_chains(self) -> int:
+        return self.chains + int(self.check)
+
+    @property
+    def num_particles(self) -> int:
+        """The reported particles (the check chain's come after them)."""
+        return self.draws * self.chains
+
+
+def _plan(path, options: RunOptions, direction: str, draws: int, chains: int,
+          initial_positions, num_chunks: int) -> _Plan:
+    """Check a run's inputs and build its kernel."""
+    backend = check_backend(options.backend)
+    direction = check_choice("direction", direction, DIRECTIONS)
+    kernel = resolve_kernel(path.default_kernel if options.kernel is None else options.kernel,
+                            path, **options.kernel_options)
+    check_fixed_parameters(options.tuning.fixed, kernel)
+    check = options.tuning.auto_variance is not None and direction == "forward"
+    initial_positions = check_initial_positions(
+        initial_positions, direction=direction, shape=(draws * chains, path.num_dims),
+        dtype=path.dtype, own_base_draws=check)
+    return _Plan(options, kernel, backend, direction, draws, chains, check, initial_positions,
+                 [path.parameters[k] for k in sorted(path.parameters)], num_chunks)
+
+
+def _compile(path, plan: _Plan) -> CompiledLoop:
+    """The compiled loop, its compiles for the run's shapes and the pilot's started (JAX
+    compiles per shape, in the background while the pilot runs)."""
+    loop = compiled_loop(path, plan.kernel, plan.backend)
+    field_dtypes = [f.dtype or path.dtype for f in plan.kernel.state]
+    loop.precompile(plan.draws * plan.run_chains, plan.run_chains, path.num_dims,
+                    field_dtypes, plan.path_parameters)
+    if needs_pilot(plan.kernel.parameters, plan.options.tuning):
+        loop.precompile(plan.options.tuning.num_pilot, 1, path.num_dims, field_dtypes,
+                        plan.path_parameters)
+    return loop
+
+
+@dataclass
+class _Pass:
+    """One pass of the main run through its schedule."""
+
+    betas: np.ndarray  # in run order
+    arrays: dict[str, np.ndarray]
+    state: dict
+    log_w: np.ndarray
+    stats: dict[str, list]
+
+    @property
+    def num_steps(self) -> int:
+        return self.betas.size - 1
+
+
+def _start(path, plan: _Plan, betas: np.ndarray, values: dict, base_rng):
+    r"""A pass's schedule and values in run order, and its particles' starting positions and
+    log weights: the base's draws (one generator per chain) and :math:`\log Z_0` forward;
+    the given states and 0 backward, where step j runs at :math:`\beta_{K-j}` with the
+    values tuned there (:math:`\beta_0`: :math:`\beta_1`'s)."""
+    if plan.direction == "forward":
+        chain_rngs = base_rng.spawn(plan.run_chains)  # spawned even when unused: same streams
+        positions = plan.initial_positions
+        if positions is None:
+            positions = np.concatenate([path.sample_base(r, plan.draws) for r in chain_rngs])
+        log_w = np.full(plan.draws * plan.run_chains, float(path.log_base_normalizer))
+        return betas, values, positions, log_w
+    order = np.maximum(np.arange(betas.size - 1)[::-1] - 1, 0)
+    return (betas[::-1].copy(), {k: v[order] for k, v in values.items()},
+            plan.initial_positions, np.zeros(plan.num_particles))
+
+
+def _anneal(loop: CompiledLoop, path, plan: _Plan, betas: np.ndarray, values: dict,
+            base_rng, run_rng, progress) -> _Pass:
+    """Anneal all chains (the check chain included) through ``betas``, chunk by chunk."""
+    num_steps = betas.size - 1
+    progress("annealing", 0, num_steps)
+    run_betas, values, positions, log_w = _start(path, plan, betas, values, base_rng)
+    arrays = step_arrays(loop.parameters, run_betas, values, plan.options.tuning.fixed)
+    base_rng, state = loop.init(base_rng, positions, {k: v[0] for k, v in arrays.items()},
+                                plan.path_parameters)
+    stats: dict[str, list] = {}
+    chunks = _chunks(num_steps, plan.num_chunks, loop.chunk_length)
+    for start, stop in zip(chunks[:-1], chunks[1:]):
+        run_rng, state, log_w, chunk_stats = loop.run(
+            run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w,
+            plan.run_chains, plan.path_parameters)
+        for name, value in chunk_stats.items():
+            stats.setdefault(name, []).append(value)
+        progress("annealing", stop)
+    return _Pass(run_betas, arrays, state, np.asarray(log_w), stats)
+
+
+def _result(path, plan: _Plan, run: _Pass, timings: dict, auto: dict | None) -> AnnealingRun:
+    """The reported chains of the last pass (the check chain, the last, is dropped: the
+    result holds the chains that did not decide), with the run's settings."""
+    chains, draws, d = plan.chains, plan.draws, path.num_dims
+    step_stats = {name: np.concatenate(v, axis=0).T[:chains] for name, v in run.stats.items()}
+    if plan.direction == "forward":
         step_stats["log_z"] = step_stats["log_z"] + path.log_base_normalizer
-    log_w = np.asarray(log_w)[:num_particles].reshape(chains, draws)
+    log_w = run.log_w[:plan.num_particles].reshape(chains, draws)
+    tuning, kernel = plan.options.tuning, plan.kernel
+    settings = {"kernel": kernel.name, "kernel_structure": repr(kernel.structure),
+                "backend": plan.backend, "num_steps": run.num_steps,
+                "direction": plan.direction, "mass_matrix": tuning.mass_matrix,
+                "num_bands": tuning.num_bands, "num_pilot": tuning.num_pilot, **(auto or {}),
+                "tuned": ",".join(sorted(p.name for p in kernel.parameters
+                                         if p.tuning and p.name not in tuning.fixed)),
+                "ess": effective_sample_size(log_w)}
     return AnnealingRun(
-        positions=np.asarray(state["position"])[:num_particles].reshape(chains, draws, d),
+        positions=np.asarray(run.state["position"])[:plan.num_particles].reshape(chains, draws,
+                                                                                 d),
         log_weights=log_w,
-        betas=run_betas,
+        betas=run.betas,
         step_stats=step_stats,
-        parameters={k: v for k, v in arrays.items() if k not in ("beta", "delta_beta")},
+        parameters={k: v for k, v in run.arrays.items() if k not in ("beta", "delta_beta")},
         log_base_normalizer=float(path.log_base_normalizer),
-        direction=direction,
+        direction=plan.direction,
         timings=timings,
-        settings={"kernel": kernel.name, "kernel_structure": repr(kernel.structure),
-                  "backend": backend, "num_steps": num_steps, "direction": direction,
-                  "mass_matrix": tuning.mass_matrix, "num_bands": tuning.num_bands,
-                  "num_pilot": tuning.num_pilot,
-                  **({"thermodynamic_length": length, "auto_variance": tuning.auto_variance,
-                      "inefficiency": inefficiency, "auto_reruns": reruns,
-                      **({"auto_check_variance": realized} if realized is not None else {})}
-                     if length is not None else {}),
-                  "tuned": ",".join(sorted(p.name for p in kernel.parameters
-                                           if p.tuning and p.name not in tuning.fixed)),
-                  "ess": effective_sample_size(log_w)},
+        settings=settings,
     )

@@ -17,6 +17,11 @@ and derived parameters follow. The values are then frozen, so the main run is an
 whose transitions do not depend on its own particles. The pilot also records the variance of
 the log-density slope along the path, from which :func:`equal_length_schedule` re-spaces an
 adaptive schedule.
+
+**Choosing K** (``num_steps="auto"``) follows from the same measurements: a :class:`Pilot`
+holds them, :meth:`Pilot.schedule` gives the first run's temperatures (the pilot's grid,
+re-spaced, or :func:`auto_num_steps` of them) and :meth:`Pilot.rerun` those of a repeat
+(:func:`auto_rerun_steps`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ __all__ = [
     "AUTO_MIN_STEPS",
     "AUTO_RERUN_FACTOR",
     "PILOT_MAX_STEPS",
+    "Pilot",
     "TuningOptions",
     "auto_miss_message",
     "auto_num_steps",
@@ -262,6 +268,59 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     inefficiency = (max(sum(realized) / sum(predicted), 1.0) if sum(predicted) > 0
                     else float("nan"))
     return values, ratio_var, inefficiency
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """What the pilot measured on the forward schedule it ran (:func:`tune`).
+
+    Parameters
+    ----------
+    betas : array (K + 1,)
+        The pilot's grid.
+    values : dict of str to array (K, ...)
+        The tuned values of the kernel's non-derived parameters, per step of the grid.
+    ratio_var : array (K,)
+        The slope's variance per step (NaN where the pilot did not run).
+    inefficiency : float
+        The kernel's lag behind perfect mixing (NaN where the pilot did not run).
+    """
+
+    betas: np.ndarray
+    values: dict[str, np.ndarray]
+    ratio_var: np.ndarray
+    inefficiency: float
+
+    def respace(self, num_steps: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``num_steps`` temperatures of equal thermodynamic length
+        (:func:`equal_length_schedule`), each step with the values the pilot tuned at the
+        step of its grid that it falls in."""
+        new = equal_length_schedule(self.betas, self.ratio_var, num_steps)
+        index = np.searchsorted(self.betas[1:], new[1:], side="left")
+        index = index.clip(0, self.betas.size - 2)
+        return new, {k: v[index] for k, v in self.values.items()}
+
+    def schedule(self, options: TuningOptions) -> tuple[np.ndarray, dict, float | None]:
+        """The first run's temperatures and per-step values, and the path's thermodynamic
+        length where K is chosen (``options.auto_variance``: K of :func:`auto_num_steps`),
+        else ``None``. The pilot's grid as it is, unless the schedule is re-spaced
+        (``adapt_schedule``) or sized."""
+        num_steps, length = self.betas.size - 1, None
+        if options.auto_variance is not None:
+            length = thermodynamic_length(self.betas, self.ratio_var)
+            num_steps = auto_num_steps(length, options.auto_variance, self.inefficiency)
+        if options.adapt_schedule or options.auto_variance is not None:
+            return (*self.respace(num_steps), length)
+        return self.betas, self.values, length
+
+    def rerun(self, num_steps: int, check_log_weights: np.ndarray, target_variance: float,
+              reruns: int) -> tuple[float, tuple[np.ndarray, dict] | None]:
+        """Whether a sized run of ``num_steps`` temperatures is repeated, by
+        :func:`auto_rerun_steps` on its check chain's weights: the realized variance, and
+        the repeat's temperatures and values (:meth:`respace`) or ``None``."""
+        realized, next_steps = auto_rerun_steps(num_steps, check_log_weights, target_variance,
+                                                reruns)
+        return realized, None if next_steps is None else self.respace(next_steps)
 
 
 def equal_length_schedule(betas: np.ndarray, ratio_var: np.ndarray, num_steps: int,

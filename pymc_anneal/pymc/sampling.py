@@ -15,20 +15,22 @@ import xarray as xr
 
 from pymc_anneal.backends import compile_one_off
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
-from pymc_anneal.driver import AnnealingRun, run_annealing, run_options
+from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
-from pymc_anneal.paths import check_gaussian_base, fit_gaussian, gaussian_base_path
+from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_path
+from pymc_anneal.pymc.arviz_groups import add_arviz_groups
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_chain_weights,
     check_choice,
     check_count,
+    check_idata_kwargs,
     check_model,
-    check_positive_float,
+    check_num_steps,
     check_random_seed,
 )
 
@@ -76,6 +78,7 @@ def sample_ais(
     fit_draws: int | None = None,
     dlogz: float | None = None,
     discrete: str = "auto",
+    idata_kwargs: dict | None = None,
 ) -> xr.DataTree:
     r"""Estimate the log marginal likelihood (evidence) of a PyMC model with AIS.
 
@@ -184,15 +187,20 @@ def sample_ais(
         tempers the likelihood given the discrete values, :math:`p(y \mid \theta,
         z)^\beta`. Both start from the normalized prior, so both estimate the same
         evidence; summing has the lower variance.
+    idata_kwargs : dict, optional
+        As for :func:`pymc.sample`: ``{"log_likelihood": True}`` adds the group
+        ``log_likelihood`` (pointwise, at the posterior draws), which :func:`arviz.loo`
+        reads and :func:`pymc_anneal.compare` then shows beside the evidence.
 
     Returns
     -------
     xarray.DataTree
         Groups ``posterior`` (resampled, equally weighted), ``particles`` (with
         ``log_weight``), ``sample_stats`` (``log_marginal_likelihood`` per chain, its
-        standard error ``log_marginal_likelihood_se`` and weight ``ess``) and
-        ``annealing_stats`` (per chain and step). Use :func:`pymc_anneal.log_evidence` for
-        the estimate pooled over all chains.
+        standard error ``log_marginal_likelihood_se`` and weight ``ess``),
+        ``annealing_stats`` (per chain and step), and, as :func:`pymc.sample` writes them,
+        ``observed_data``, ``constant_data`` and (on request) ``log_likelihood``. Use
+        :func:`pymc_anneal.log_evidence` for the estimate pooled over all chains.
 
     References
     ----------
@@ -216,23 +224,9 @@ def sample_ais(
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
     base = check_choice("base", base, BASES)
-    if num_steps is None and isinstance(schedule, str):
-        num_steps = "auto"
-    auto = isinstance(num_steps, str) and num_steps == "auto"
-    if auto:
-        num_steps = AUTO_PILOT_STEPS
-        if not isinstance(schedule, str):
-            raise AnnealingError('num_steps="auto" chooses the temperatures itself; give a '
-                                 "schedule name (the pilot's grid), not an array.")
-    elif num_steps is not None:
-        num_steps = check_count("num_steps", num_steps, 1, what='an integer >= 1 or "auto"')
-    if dlogz is not None:
-        dlogz = check_positive_float("dlogz", dlogz)
-        if not auto:
-            raise AnnealingError('dlogz is the target error of num_steps="auto"; with a fixed '
-                                 f"num_steps ({num_steps}) it has no effect. Pass "
-                                 'num_steps="auto" or drop dlogz.')
-    betas = make_schedule(schedule, num_steps)
+    num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    auto = num_steps == "auto"
+    betas = make_schedule(schedule, AUTO_PILOT_STEPS if auto else num_steps)
     fit_steps = check_count("fit_steps", fit_steps, 1)
     if fit_draws is not None:
         fit_draws = check_count("fit_draws", fit_draws, 2)
@@ -242,81 +236,131 @@ def sample_ais(
         momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
         num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
         target_acceptance=target_acceptance, schedule=schedule)
-    main_tuning = options.tuning
-    if auto:
-        variance = AUTO_VARIANCE if dlogz is None else min(
-            AUTO_VARIANCE, float(np.log1p(draws * chains * dlogz**2)))
-        main_tuning = dataclasses.replace(options.tuning, auto_variance=variance)
     discrete = check_choice("discrete", discrete, DISCRETE_ROUTES)
+    log_likelihood = check_idata_kwargs(idata_kwargs).get("log_likelihood", False)
     mp = model_path(model, discrete)
     rng, seed_attr = check_random_seed(random_seed)
     if mp.path is None:
-        return _exact_sum(model, mp, draws, chains, rng, options.backend, seed_attr)
+        return add_arviz_groups(_exact_sum(model, mp, draws, chains, rng, options.backend,
+                                           seed_attr), model, log_likelihood=log_likelihood)
     annealed = _annealed_discrete(mp)
     if annealed:
-        if not (isinstance(options.kernel, str) and options.kernel in INNER_KERNELS):
-            raise AnnealingError(
-                f"the annealed discrete variables {annealed} are moved by a Metropolis step "
-                f"composed with an HMC kernel; kernel must be one of {list(INNER_KERNELS)}, "
-                f"got {options.kernel!r}.")
-        options = options.replace(
-            kernel=functools.partial(build_compound_kernel, inner=options.kernel))
+        options = _compound_kernel(options, annealed)
     path, fit_info, fit_time = mp.path, {}, 0.0
     if base == "gaussian":
-        check_gaussian_base(mp.path)  # before the fitting run, not after it
         t0 = time.perf_counter()
         fit_rng, rng = rng.spawn(2)
-        d = mp.path.num_dims
-        fit_draws = fit_draws or min(max(num_pilot, 10 * d), 4000)
-        fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
-        fit = run_annealing(mp.path, betas=make_schedule(fit_schedule, fit_steps),
-                            draws=fit_draws, chains=1, rng=fit_rng, options=options,
-                            label=f"{mp.path.name} (fitting the base)")
-        # equally weighted: the particles of a short run are each close to the posterior
-        # (lagging a little, i.e. slightly too wide, which suits a base), while their
-        # weights are often degenerate in high dimensions (so a low ESS here is no warning)
-        alive = np.isfinite(fit.log_weights[0])
-        if not alive.any():
-            check_weights(fit.log_weights)  # the clear error for all-zero weights
-        # the Gaussian covers the continuous coordinates; annealed discrete ones keep
-        # their prior given the rest as their base
-        continuous = np.setdiff1d(np.arange(d), mp.path.discrete_dims)
-        mean, cov = fit_gaussian(fit.positions[0][alive][:, continuous])
-        path = gaussian_base_path(mp.path, mean, cov)
+        path, fit_info, fit_log_w = _fit_gaussian_base(mp.path, options, schedule, fit_steps,
+                                                       fit_draws, fit_rng)
         fit_time = time.perf_counter() - t0
-        fit_info = {"fit_steps": fit_steps, "fit_draws": fit_draws,
-                    "fit_ess": float(np.sum(fit.settings["ess"]))}
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
+    main_tuning = dataclasses.replace(options.tuning, auto_variance=_auto_variance(
+        dlogz, draws * chains)) if auto else options.tuning
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            options=options.replace(tuning=main_tuning))
     check_run_weights(path, result)
-    if base == "gaussian":  # the fitting run from the prior is a second, independent estimate
-        message = second_opinion_message(
-            result.log_weights, fit.log_weights, what="the run from the Gaussian base",
-            reference=f"the run from the prior that fitted it ({fit_steps} temperatures)",
-            fix='Use base="prior" for this model (the default), or raise num_steps.')
-        if message:
-            warnings.warn(message, AnnealingWarning, stacklevel=2)
-    for name, sl, _ in mp.value_slices:  # integer coordinates' acceptance, per variable
+    _name_discrete_acceptance(result, mp.value_slices)
+    result.positions = path.to_model(result.positions)
+    if base == "gaussian":
+        result.timings["fit"] = fit_time
+        _second_opinion(result.log_weights, fit_log_w, fit_steps)
+    variables = mp.to_variables(result.positions, rng)
+    tree = _to_datatree(model, result, variables, rng, {
+        "schedule": schedule if isinstance(schedule, str) else "custom", "base": base,
+        **fit_info, "random_seed": seed_attr, "model": model.name or None,
+        "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None})
+    return add_arviz_groups(tree, model, log_likelihood=log_likelihood)
+
+
+def _auto_variance(dlogz: float | None, num_particles: int) -> float:
+    r"""The target variance of the log weights of ``num_steps="auto"``: :data:`AUTO_VARIANCE`,
+    or less where ``dlogz`` asks for it (the standard error of ``num_particles`` log-normal
+    weights of variance :math:`\sigma^2` is about :math:`\sqrt{(e^{\sigma^2} - 1)/N}`)."""
+    if dlogz is None:
+        return AUTO_VARIANCE
+    return min(AUTO_VARIANCE, float(np.log1p(num_particles * dlogz**2)))
+
+
+def _compound_kernel(options: RunOptions, annealed: list[str]) -> RunOptions:
+    """``options`` with its kernel wrapped in the compound kernel that also moves the
+    annealed discrete variables ``annealed`` (only an HMC kernel can be wrapped)."""
+    check_choice("kernel", options.kernel, INNER_KERNELS, what=(
+        f"one of {list(INNER_KERNELS)} (an HMC kernel, composed with a Metropolis step that "
+        f"moves the annealed discrete variables {annealed})"))
+    return options.replace(kernel=functools.partial(build_compound_kernel, inner=options.kernel))
+
+
+def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
+                      fit_draws: int | None, rng: np.random.Generator) -> tuple[Path, dict]:
+    """``base="gaussian"``: the path from a Gaussian fitted to a short AIS run's particles.
+
+    The fitting run anneals ``path`` from its prior base through ``fit_steps`` temperatures
+    of ``schedule`` (``"power"`` for an array or ``"adaptive"``) with ``fit_draws`` particles
+    (default ``min(max(num_pilot, 10 * d), 4000)``), equally weighted: a short run's
+    particles are each close to the posterior (lagging a little, i.e. slightly too wide,
+    which suits a base), while their weights are often degenerate in high dimensions (so a
+    low ESS here is no warning). The Gaussian covers the continuous coordinates; annealed
+    discrete ones keep their prior given the rest as their base
+    (:func:`pymc_anneal.paths.gaussian_base_path`).
+
+    Returns
+    -------
+    path : Path
+        In the Gaussian's whitened coordinates (:meth:`~pymc_anneal.paths.Path.to_model`
+        maps them back).
+    info : dict
+        ``fit_steps``, ``fit_draws`` and ``fit_ess``, for the result's attributes.
+    log_weights : ndarray (1, fit_draws)
+        The fitting run's AIS weights: an estimate of the same evidence from the prior.
+    """
+    check_gaussian_base(path)  # before the fitting run, not after it
+    d = path.num_dims
+    fit_draws = fit_draws or min(max(options.tuning.num_pilot, 10 * d), 4000)
+    fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
+    fit = run_annealing(path, betas=make_schedule(fit_schedule, fit_steps), draws=fit_draws,
+                        chains=1, rng=rng, options=options,
+                        label=f"{path.name} (fitting the base)")
+    alive = np.isfinite(fit.log_weights[0])
+    if not alive.any():
+        check_weights(fit.log_weights)  # the clear error for all-zero weights
+    continuous = np.setdiff1d(np.arange(d), path.discrete_dims)
+    mean, cov = fit_gaussian(fit.positions[0][alive][:, continuous])
+    return gaussian_base_path(path, mean, cov), {
+        "fit_steps": fit_steps, "fit_draws": fit_draws,
+        "fit_ess": float(np.sum(fit.settings["ess"]))}, fit.log_weights
+
+
+def _second_opinion(log_w: np.ndarray, fit_log_w: np.ndarray, fit_steps: int) -> None:
+    """``base="gaussian"``: warn when the estimate is far below the fitting run's, an
+    independent estimate of the same evidence from the prior
+    (:func:`pymc_anneal.diagnostics.second_opinion_message`): the Gaussian base missed part of
+    the posterior that the prior reached (a funnel's neck: the calibration suite found one
+    0.10 nat low at a standard error of 0.017, with healthy-looking weights)."""
+    message = second_opinion_message(
+        log_w, fit_log_w, what="the run from the Gaussian base",
+        reference=f"the run from the prior that fitted it ({fit_steps} temperatures)",
+        fix='Use base="prior" for this model (the default), or raise num_steps.')
+    if message:
+        warnings.warn(message, AnnealingWarning, stacklevel=3)
+
+
+def _name_discrete_acceptance(result: AnnealingRun, value_slices) -> None:
+    """The compound kernel's acceptance rates, one per integer coordinate, become one per
+    variable (``{name}_acceptance_rate``, the mean over its coordinates), in place."""
+    for name, sl, _ in value_slices:
         rates = [result.step_stats.pop(f"{STATISTIC_PREFIX}{j}", None)
                  for j in range(sl.start, sl.stop)]
         if rates and rates[0] is not None:
             result.step_stats[f"{name}_acceptance_rate"] = np.mean(rates, axis=0)
-    if base == "gaussian":  # whitened coordinates -> the model's value space
-        chol = path.parameters["base_chol"]
-        positions = np.array(result.positions)
-        positions[..., continuous] = (path.parameters["base_mean"]
-                                      + positions[..., continuous] @ chol.T)
-        result.positions = positions
-        result.timings["fit"] = fit_time
-    variables = mp.to_variables(result.positions, rng)
-    var_dims, coords = _coords_dims(model, variables)
+
+
+def _to_datatree(model, result: AnnealingRun, variables: dict, rng, attrs: dict):
+    """The result as data, with the model's dims and coordinates."""
+    var_dims = {name: list(dims) for name, dims in model.named_vars_to_dims.items()
+                if name in variables and dims is not None}
+    coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
     return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
-                       attrs={"schedule": schedule if isinstance(schedule, str) else "custom",
-                              "base": base, **fit_info, "random_seed": seed_attr,
-                              "model": model.name or None,
-                              "summed_discrete": list(mp.summed) or None,
-                              "annealed_discrete": annealed or None})
+                       attrs=attrs)
 
 
 _NAN_CHECKS: dict = {}
@@ -414,13 +458,6 @@ def _annealed_discrete(mp) -> list[str]:
             if dims.intersection(range(sl.start, sl.stop))]
 
 
-def _coords_dims(model, variables):
-    var_dims = {name: list(dims) for name, dims in model.named_vars_to_dims.items()
-                if name in variables and dims is not None}
-    coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
-    return var_dims, coords
-
-
 def _exact_sum(model, mp, draws, chains, rng, backend, seed_attr) -> xr.DataTree:
     """A model whose free variables are all discrete and summable: the evidence is one
     exact sum, every particle carries it as its weight (standard error 0), and the draws
@@ -446,9 +483,6 @@ def _exact_sum(model, mp, draws, chains, rng, backend, seed_attr) -> xr.DataTree
         log_base_normalizer=0.0, timings={"sampling": time.perf_counter() - t0},
         settings={"kernel": "exact sum", "num_steps": 0, "draws": draws, "chains": chains,
                   "backend": backend})
-    variables = mp.to_variables(positions, rng)
-    var_dims, coords = _coords_dims(model, variables)
-    return to_datatree(result, variables, var_dims=var_dims, coords=coords, rng=rng,
-                       attrs={"schedule": None, "base": "prior", "random_seed": seed_attr,
-                              "model": model.name or None,
-                              "summed_discrete": list(mp.summed)})
+    return _to_datatree(model, result, mp.to_variables(positions, rng), rng, {
+        "schedule": None, "base": "prior", "random_seed": seed_attr,
+        "model": model.name or None, "summed_discrete": list(mp.summed)})
