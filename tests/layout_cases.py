@@ -18,7 +18,7 @@ import numpy as np
 
 DATA = pathlib.Path(__file__).parent / "data" / "layouts.json"
 BACKEND = "numba"
-VOLATILE = ("versions", "timings")
+VOLATILE = ("versions", "timings", "created_at")
 """Attributes whose values depend on the machine: only their presence is recorded."""
 
 

@@ -54,11 +54,12 @@ def _closed_form_log_likelihood(posterior: xr.Dataset) -> np.ndarray:
 
 
 def test_data_groups_have_pymc_layout(good):
+    """sample_ais writes observed_data and constant_data itself, as pm.sample does, and
+    log_likelihood only on request."""
     model, result, _ = good
+    assert {"observed_data", "constant_data"} <= set(result.children)
+    assert "log_likelihood" not in result.children
     extended = add_arviz_groups(result, model)
-    assert "log_likelihood" not in extended.children  # only on request
-    assert set(extended.children) == set(result.children) | {"observed_data", "constant_data"}
-    assert "observed_data" not in result.children  # the input is left as it was
     observed = extended["observed_data"]
     assert observed["y"].dims == ("obs",)
     np.testing.assert_array_equal(observed["y"].values, Y)
@@ -68,7 +69,20 @@ def test_data_groups_have_pymc_layout(good):
     np.testing.assert_array_equal(constant["x"].values, X)
     assert float(constant["slope"]) == SLOPE
     for name in result.children:  # the groups of sample_ais are untouched
-        xr.testing.assert_identical(extended[name].dataset, result[name].dataset)
+        xr.testing.assert_equal(extended[name].dataset, result[name].dataset)
+
+
+def test_sample_ais_writes_the_log_likelihood_on_request(good):
+    """idata_kwargs={"log_likelihood": True}, as pm.sample takes it: the same group as
+    add_arviz_groups writes on the same run."""
+    model, result, extended = good
+    asked = pa.sample_ais(model=model, random_seed=SEED, idata_kwargs={"log_likelihood": True},
+                          **SETTINGS)
+    xr.testing.assert_equal(asked["log_likelihood"].dataset,
+                                extended["log_likelihood"].dataset)
+    with pytest.raises(pa.AnnealingError, match=r"idata_kwargs takes the key\(s\) "
+                                                r"\['log_likelihood'\], got \['loglik'\]"):
+        pa.sample_ais(model=model, idata_kwargs={"loglik": True}, **SETTINGS)
 
 
 def test_log_likelihood_is_pointwise_at_the_posterior_draws(good):
