@@ -315,6 +315,58 @@ def _build_discrete(model: pm.Model, signature: tuple, route: str) -> ModelPath:
             summed = [v for v in summed if v.name != exc.variables[0]]
 
 
+def _join_state(initial_point, graphs, state):
+    """``graphs`` as functions of one flat float64 vector of the ``state`` values (a
+    zero-size one when nothing stays on the path), with failed checks as ``-inf``."""
+    if state:
+        graphs, flat = join_nonshared_inputs(initial_point, graphs, state)
+        if flat.dtype != "float64":  # only integers on the path: positions are float64
+            position = pt.vector("flat", dtype="float64")
+            graphs = graph_replace(graphs, {flat: position.astype(flat.dtype)}, strict=False)
+            flat = position
+    else:
+        flat = pt.vector("flat", dtype="float64")
+    return _checks_to_ninf(graphs), flat
+
+
+def _summed_log_densities(sums, summed, prior, like, state_prior, summed_prior):
+    """The path's log base and log ratio at :math:`\beta = 1` (graphs of the flat state):
+    the prior and likelihood terms, with the ``summed`` variables summed out of them."""
+    def total(graphs):
+        return pt.add(*[t.sum() for t in graphs]) if graphs else pt.constant(0.0)
+
+    if sums is None:
+        return total(prior), total(like)
+    if any(any(v in ancestors([t]) for v in summed) for t in state_prior):
+        # a prior on the path depends on a summed variable: p(theta) is itself a sum
+        log_base = sums.marginal(prior)
+        return log_base, sums.marginal(prior + like) - log_base
+    # the summed pmfs add up to one over their (whole) supports
+    return total(state_prior), sums.marginal(summed_prior + like)
+
+
+def _state_layout(model, state, initial_point):
+    """Where each variable on the path sits in the flat state: ``(name, slice, shape)`` per
+    variable, the integer coordinates, and each one's finite support ``(low, high)`` (or
+    None) for the compound kernel's exact draws."""
+    slices, discrete_dims, supports, start = [], [], [], 0
+    random = set(model.value_vars) | set(model.free_RVs)
+    for v in state:
+        shape = tuple(np.shape(initial_point[v.name]))
+        size = int(np.prod(shape, dtype=int))
+        slices.append((v.name, slice(start, start + size), shape))
+        if _is_discrete(v):
+            discrete_dims.extend(range(start, start + size))
+            try:  # a finite range: the compound kernel may draw it exactly
+                values = finite_support(model.values_to_rvs[v], random)
+                support = (int(values[0]), int(values[-1]))
+            except AnnealingError:
+                support = None
+            supports.extend([support] * size)
+        start += size
+    return slices, discrete_dims, supports
+
+
 def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     """The path over the continuous and annealed discrete variables, with the discrete
     variables in ``summed`` summed out."""
@@ -333,15 +385,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     param_graphs = [list(model.replace_rvs_by_values(rv.owner.op.dist_params(rv.owner)))
                     for rv in drawable]
     graphs = [*prior_terms, *like_terms, *value_graphs, *(g for gs in param_graphs for g in gs)]
-    if state:
-        graphs, flat = join_nonshared_inputs(initial_point, graphs, state)
-        if flat.dtype != "float64":  # only integers on the path: positions are float64
-            position = pt.vector("flat", dtype="float64")
-            graphs = graph_replace(graphs, {flat: position.astype(flat.dtype)}, strict=False)
-            flat = position
-    else:
-        flat = pt.vector("flat", dtype="float64")
-    graphs = _checks_to_ninf(graphs)
+    graphs, flat = _join_state(initial_point, graphs, state)
     n_prior, n_terms = len(prior_terms), len(prior_terms) + len(like_terms)
     n_outputs = n_terms + len(value_graphs)
     terms, outputs = list(graphs[:n_terms]), graphs[n_terms:n_outputs]
@@ -375,18 +419,8 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
         return ModelPath(path=None, value_slices=(), exact_log_evidence=float(exact),
                          **{**common, "conditional_graph": conditional})
 
-    def _total(graphs):
-        return pt.add(*[t.sum() for t in graphs]) if graphs else pt.constant(0.0)
-
-    if sums is None:
-        log_base_1, log_ratio_1 = _total(prior), _total(like)
-    elif any(any(v in ancestors([t]) for v in summed) for t in state_prior):
-        # a prior on the path depends on a summed variable: p(theta) is itself a sum
-        log_base_1 = sums.marginal(prior)
-        log_ratio_1 = sums.marginal(terms) - log_base_1
-    else:  # the summed pmfs add up to one over their (whole) supports
-        log_base_1 = _total(state_prior)
-        log_ratio_1 = sums.marginal(summed_prior + like)
+    log_base_1, log_ratio_1 = _summed_log_densities(sums, summed, prior, like, state_prior,
+                                                    summed_prior)
     num_dims = int(point.size)
 
     def build_log_densities(position):
@@ -396,21 +430,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
     discrete_base, sample_discrete = _discrete_prior_base(
         model, free, prior, annealed, drawable, joined_params, summed, flat, initial_point,
         state)
-    slices, discrete_dims, supports, start = [], [], [], 0
-    random = set(model.value_vars) | set(model.free_RVs)
-    for v in state:
-        shape = tuple(np.shape(initial_point[v.name]))
-        size = int(np.prod(shape, dtype=int))
-        slices.append((v.name, slice(start, start + size), shape))
-        if _is_discrete(v):
-            discrete_dims.extend(range(start, start + size))
-            try:  # a finite range: the compound kernel may draw it exactly
-                values = finite_support(model.values_to_rvs[v], random)
-                support = (int(values[0]), int(values[-1]))
-            except AnnealingError:
-                support = None
-            supports.extend([support] * size)
-        start += size
+    slices, discrete_dims, supports = _state_layout(model, state, initial_point)
     path = Path(num_dims=num_dims, build_log_densities=build_log_densities,
                 sample_base=sample_base, log_base_normalizer=0.0,
                 base_scale=_prior_scale(sample_base, num_dims), name=model.name or "model",
