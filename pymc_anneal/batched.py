@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_anneal.diagnostics import weight_warnings
-from pymc_anneal.driver import run_annealing, run_options
+from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
@@ -94,12 +94,7 @@ def batched_ais(
     if num_steps is not None:
         num_steps = check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
-    options = run_options(
-        kernel=kernel or "hais", backend=backend, progressbar=progressbar,
-        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
-        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
-        num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule)
+    options = run_options_from({**locals(), "kernel": kernel or "hais"})
     rng, seed_attr = check_random_seed(random_seed)
     path = model.evidence_path(data)
     points = int(path.parameters["data"].shape[0])

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from pymc_anneal.driver import run_annealing, run_options
+from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.pymc.sampling import check_run_weights
@@ -138,12 +138,7 @@ def ais(
     if num_steps is not None:
         num_steps = check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
-    options = run_options(
-        kernel=kernel, backend=backend, progressbar=progressbar,
-        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
-        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
-        num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule)
+    options = run_options_from(locals())
     check_data_rows(data)
     rng, seed_attr = check_random_seed(random_seed)
     moments_rng, rng = rng.spawn(2)

@@ -12,9 +12,9 @@ One job per module, in the order data flows:
 - :mod:`~pymc_anneal.driver.run`: :func:`run_annealing`, forward or backward, chunk by chunk.
 """
 
-from pymc_anneal.driver.options import RunOptions, run_options
+from pymc_anneal.driver.options import RunOptions, run_options, run_options_from
 from pymc_anneal.driver.run import DIRECTIONS, AnnealingRun, run_annealing
 from pymc_anneal.driver.tuning import TuningOptions, equal_length_schedule
 
 __all__ = ["DIRECTIONS", "AnnealingRun", "RunOptions", "TuningOptions",
-           "equal_length_schedule", "run_annealing", "run_options"]
+           "equal_length_schedule", "run_annealing", "run_options", "run_options_from"]

@@ -26,7 +26,7 @@ from pymc_anneal.driver.tuning import TuningOptions
 from pymc_anneal.kernels import KERNELS
 from pymc_anneal.validation import check_backend, check_choice, check_tuning
 
-__all__ = ["RunOptions", "run_options"]
+__all__ = ["RUN_ARGUMENTS", "RunOptions", "run_options", "run_options_from"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +81,16 @@ def run_options(*, kernel=None, backend: str = "auto", progressbar: bool = True,
     return RunOptions(kernel=kernel, kernel_options={"num_leapfrog_steps": num_leapfrog_steps},
                       backend=check_backend(backend), tuning=tuning,
                       progressbar=progressbar)
+
+
+RUN_ARGUMENTS = ("kernel", "backend", "progressbar", "num_leapfrog_steps", "step_size",
+                 "momentum_refresh", "mass_matrix", "num_tuning_bands", "num_pilot",
+                 "target_acceptance", "schedule")
+"""The entry points' keyword arguments that :func:`run_options` reads."""
+
+
+def run_options_from(arguments: Mapping[str, Any]) -> RunOptions:
+    """:func:`run_options` of an entry point's arguments, e.g. its ``locals()`` at the top:
+    the names in :data:`RUN_ARGUMENTS` that ``arguments`` has are read, the rest ignored,
+    so every entry point forwards its run arguments in one line."""
+    return run_options(**{name: arguments[name] for name in RUN_ARGUMENTS if name in arguments})

@@ -67,7 +67,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from pytensor.graph.replace import graph_replace
 
-from pymc_anneal.driver import run_annealing, run_options
+from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import bdmc_tree, result_attrs
@@ -281,12 +281,7 @@ def bdmc(
         raise AnnealingError(f"schedule must be a schedule's name for bdmc (one per K), got "
                              f"{type(schedule).__name__}.")
     make_schedule(schedule, 1)  # validates the name
-    options = run_options(
-        kernel=kernel, backend=backend, progressbar=progressbar,
-        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
-        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
-        num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule)
+    options = run_options_from(locals())
     refuse_discrete(model, "bdmc")
     model_path(model)  # the model's checks: proper, observed
     rng, seed_attr = check_random_seed(random_seed)

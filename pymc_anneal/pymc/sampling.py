@@ -15,7 +15,7 @@ import xarray as xr
 
 from pymc_anneal.backends import compile_one_off
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
-from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options
+from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options_from
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
@@ -230,12 +230,7 @@ def sample_ais(
     fit_steps = check_count("fit_steps", fit_steps, 1)
     if fit_draws is not None:
         fit_draws = check_count("fit_draws", fit_draws, 2)
-    options = run_options(
-        kernel=kernel, backend=backend, progressbar=progressbar,
-        num_leapfrog_steps=num_leapfrog_steps, step_size=step_size,
-        momentum_refresh=momentum_refresh, mass_matrix=mass_matrix,
-        num_tuning_bands=num_tuning_bands, num_pilot=num_pilot,
-        target_acceptance=target_acceptance, schedule=schedule)
+    options = run_options_from(locals())
     discrete = check_choice("discrete", discrete, DISCRETE_ROUTES)
     log_likelihood = check_idata_kwargs(idata_kwargs).get("log_likelihood", False)
     mp = model_path(model, discrete)
