@@ -174,6 +174,7 @@ def test_rbm_digits_base_rate_base_beats_the_uniform_base(capsys, tmp_path):
     _check_ais_vs_k_figures(result, methods)
 
 
+@pytest.mark.slow
 def test_raise_digits_brackets_the_exact_values(capsys, tmp_path):
     """The RAISE paper's Table 1 on the digits (fast mode): for the enumerable RBMs (CD-1 and
     PCD, uniform and base-rate bases) AIS sits at or above the exact average test

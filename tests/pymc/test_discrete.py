@@ -442,6 +442,7 @@ def test_all_discrete_model_can_be_annealed_alone():
     assert 0.1 < float(idata["annealing_stats"]["n_acceptance_rate"].mean()) < 1.0
 
 
+@pytest.mark.slow
 def test_finite_supports_annealed_by_gibbs_alone_match_the_exact_sum():
     """An all-discrete model with small finite supports, annealed on request
     (discrete="anneal"): only exact Gibbs draws move it, and its evidence matches the sum
@@ -536,6 +537,7 @@ def test_change_point_evidence_by_both_routes():
     assert abs(draws.mean() - exact_mean) < 5 * draws.std() / np.sqrt(summed.ess) + 0.05
 
 
+@pytest.mark.slow
 def test_gaussian_base_covers_the_continuous_variables_and_keeps_the_discrete_prior():
     """base="gaussian" with an annealed count: the fitted Gaussian covers p only, N keeps
     its prior as base; the evidence at the defaults is within 3 SE and 0.05 nat."""

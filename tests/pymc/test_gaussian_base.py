@@ -144,7 +144,7 @@ def test_gaussian_base_path_rejects_bad_moments(normal_mean):
 
 DEFAULT_TARGETS = [
     pytest.param("normal_mean", {}, id="normal_mean"),
-    pytest.param("beta_binomial", {}, id="beta_binomial"),
+    pytest.param("beta_binomial", {}, id="beta_binomial", marks=pytest.mark.slow),
     pytest.param("linear_regression", {}, id="linear_regression_d10", marks=pytest.mark.slow),
     pytest.param("nig_regression", {}, id="nig_regression", marks=pytest.mark.slow),
     pytest.param("linear_regression", dict(num_features=100, n=200),

@@ -71,6 +71,7 @@ def test_the_mixed_model_is_batched_in_one_call():
     assert len(np.unique(draws[:, 0])) == NUM_DRAWS  # independent draws, not one repeated
 
 
+@pytest.mark.slow
 def test_batched_draws_have_the_prior_distribution():
     model = mixed_model()
     d = _num_dims(model)

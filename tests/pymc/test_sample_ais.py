@@ -161,7 +161,8 @@ def test_custom_initval_does_not_collapse_the_base():
 def test_datatree_schema(normal_mean):
     _, model = normal_mean
     idata = pa.sample_ais(model=model, random_seed=1, **FAST)
-    assert set(idata.children) == {"posterior", "particles", "sample_stats", "annealing_stats"}
+    assert set(idata.children) == {"posterior", "particles", "sample_stats", "annealing_stats",
+                                   "observed_data"}
     assert idata["posterior"]["mu"].dims == ("chain", "draw")
     assert idata["sample_stats"]["log_marginal_likelihood"].dims == ("chain",)
     steps = idata["annealing_stats"]
@@ -238,6 +239,7 @@ def test_log_evidence_refuses_other_data():
         pa.log_evidence({"posterior": None})
 
 
+@pytest.mark.slow
 def test_model_with_many_log_density_terms():
     """40 scalar variables: a log density summed from > 32 terms (Python mode's limit).
 
