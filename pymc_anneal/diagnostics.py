@@ -87,10 +87,14 @@ from 20% to 7.5% on Pareto I), and no line makes the runs without a warning cove
 CHAIN_DISAGREEMENT = 3.0
 """The samplers warn when the chains' spread exceeds this many reported standard errors
 (a false alarm has probability 0.3% with 2 chains and about 1e-5 with 4 if the error is right)."""
-SECOND_OPINION_Z = 3.0
+SECOND_OPINION_Z = 2.0
 """A run warns when its estimate is this many combined standard errors below an independent,
 trustworthy estimate of the same log Z (:func:`second_opinion_message`; one-sided, a false
-alarm has probability 0.13% when both errors are right)."""
+alarm has probability 2.3% when both errors are right). Measured on the funnels of the
+calibration suite with a short fitting run (``fit_steps=200``, 400 particles): the reference's
+own error (0.07 nat) limits the test's power, and the unwarned runs that had missed the neck
+lay 2.0-2.5 combined errors below it (z = -5.2, -3.7, -3.1, -2.8 against the truth); at 3
+they passed silently. 2 catches all four; the price is one honest run in 44 flagged."""
 
 
 NUMERICAL_NOISE = 1e-9

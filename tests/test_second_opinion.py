@@ -46,7 +46,7 @@ def test_an_untrustworthy_reference_is_no_second_opinion():
 
 
 def test_false_alarm_rate_matches_the_one_sided_level():
-    """Both estimates honest (same law): the warning fires at the rate P(Z < -3) = 0.13%;
+    """Both estimates honest (same law): the warning fires at the rate P(Z < -2) = 2.3%;
     over 600 seeded pairs at most the binomial 99.9% quantile of that rate."""
     rng = np.random.default_rng(3)
     fired = sum(second_opinion_message(_weights(rng, 0.0), _weights(rng, 0.0), **KW)

@@ -240,8 +240,8 @@ SLOW_SEEDS = (0, 1, 2)
 SLOW_OPTIONS = {"draws": 200, "chains": 2, "num_steps": 200, "fit_steps": 200}
 """200 temperatures, and 200 for the Gaussian base's fitting run (default 500): at the
 default the plan's Gaussian-base routes would take about 1.5 times as long, past the CI's
-limit. At 200 a funnel with the Gaussian base is a known failure
-(``tests/calibration/test_calibration.py``: ``FUNNEL_SHORT_FIT``)."""
+limit. The shorter fitting run's estimate is less precise, which weakens the second opinion
+(:data:`pymc_anneal.diagnostics.SECOND_OPINION_Z` is set from these runs)."""
 OTHER_BACKENDS = ("numba", "c")
 """Backends whose cold compile takes 30-120 s a loop: each runs one case, two routes."""
 

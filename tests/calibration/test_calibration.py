@@ -16,7 +16,7 @@ annealed routes (whose compound kernel compiles slowly), run in the slow part. S
 which ``benchmarks/calibration_report.py`` runs too and prints for the user guide.
 
 A known failure is named by :func:`known_failure`, with its reason: its runs are reported,
-not scored (today: a funnel with the Gaussian base at the slow plan's ``fit_steps=200``).
+not scored (today: none).
 """
 
 from __future__ import annotations
@@ -63,22 +63,14 @@ SLOW_EXTRA_RUNS = [
 ]
 
 
-FUNNEL_SHORT_FIT = (
-    "open, found by the CI run of 2026-11-25: a funnel with base='gaussian' and the slow "
-    "plan's fit_steps=200 came out 0.21 nat low without a warning (funnel-5105, dataset 0, "
-    "seed 2, z = -5.2): the shorter fitting run's Gaussian misses more of the neck, and its "
-    "own estimate gave no second opinion. At the default fit_steps=500 the same run warns "
-    "(z = -1.6); the funnel replays run at the default and pass.")
-
-
 def known_failure(case, discrete: str, base: str, backend: str) -> str | None:
     """The reason a (case, route, backend) is known to fail, or None (``case``: a case or a
     score, anything with a ``family``). The failures this suite found first (issue 23 items
     1.1, 1.2, 1.3 and an annealed Categorical used as an index) are fixed and replayed from
     ``tests/data/calibration_failures.json``. A known failure gets a line here with its
-    reason: its runs are reported by ``benchmarks/calibration_report.py``, not scored."""
-    if case.family == "funnel" and base == "gaussian":
-        return FUNNEL_SHORT_FIT
+    reason: its runs are reported by ``benchmarks/calibration_report.py``, not scored. The
+last one (a funnel with the Gaussian base and ``fit_steps=200``, z = -5.2 unwarned) was
+fixed by the second opinion's line of 2 standard errors, and is replayed."""
     return None
 
 
