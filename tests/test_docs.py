@@ -1,5 +1,5 @@
-"""The documentation site builds without warnings (about 10 s) and covers the public API and
-the examples."""
+"""The documentation site builds without warnings (about 15 s: the slow suite) and covers the
+public API and the examples."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def html(tmp_path_factory):
     return out / "html"
 
 
+@pytest.mark.slow
 def test_docs_build_without_warnings(html):
     for page in ["index", "getting_started", "user_guide/evidence",
                  "user_guide/temperatures_and_kernels", "user_guide/diagnostics",
@@ -42,6 +43,7 @@ def test_docs_build_without_warnings(html):
         assert (html / f"{page}.html").is_file(), page
 
 
+@pytest.mark.slow
 def test_api_reference_covers_the_public_api(html):
     api = (html / "api.html").read_text(encoding="utf-8")
     public = [name for name in pa.__all__ if not name.startswith("_")]
@@ -57,6 +59,7 @@ def test_api_reference_covers_the_public_api(html):
         assert f"pymc_anneal.plots.{name}.html" in plots, name
 
 
+@pytest.mark.slow
 def test_gallery_has_a_page_per_example(html):
     gallery = (html / "gallery" / "index.html").read_text(encoding="utf-8")
     examples = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
@@ -69,6 +72,7 @@ def test_gallery_has_a_page_per_example(html):
         assert "def main(" in re.sub(r"<[^>]+>", "", text)  # the source is included
 
 
+@pytest.mark.slow
 def test_user_guide_figures_exist(html):
     for name in ["log_weights_poor", "log_weights_good", "annealing_poor",
                  "running_log_z_poor", "convergence", "compare"]:

@@ -464,7 +464,8 @@ def test_poe_base_options():
         model.annealing_path(base_mean=1.0)
 
 
-@pytest.mark.parametrize("base", ["full", "diagonal", "isotropic"])
+@pytest.mark.parametrize("base", ["full", *(pytest.param(b, marks=pytest.mark.slow)
+                                           for b in ("diagonal", "isotropic"))])
 def test_gaussian_bases_fitted_to_data_or_moments(base):
     """The Gaussian bases of any energy model, fitted to exact draws (full, isotropic) or
     the exact moments (diagonal), on a correlated complete Laplace POE."""

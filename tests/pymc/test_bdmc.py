@@ -34,7 +34,8 @@ def _nig():  # a transformed free variable (sigma2 > 0) and a hierarchical prior
     return model, lambda data: analytic.nig_log_evidence(p["x"], data["y"], *args[1:])
 
 
-@pytest.mark.parametrize("case", [_normal_mean, _nig], ids=["normal_mean", "nig_regression"])
+@pytest.mark.parametrize("case", [_normal_mean, pytest.param(_nig, marks=pytest.mark.slow)],
+                         ids=["normal_mean", "nig_regression"])
 def test_bounds_bracket_the_exact_evidence_and_tighten(case):
     model, exact_of = case()
     result = pa.bdmc(model, num_steps=STEPS, num_datasets=3, draws=150, chains=2,

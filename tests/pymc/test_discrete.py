@@ -10,6 +10,7 @@ quadrature; the exact conditional draws against enumerated conditional probabili
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -330,7 +331,9 @@ def test_compound_kernel_reaches_and_keeps_the_tempered_target(beta, gibbs):
 COUPLED_Y, SHIFT, LOAD = 1.0, 0.5, 0.3
 
 
+@functools.cache
 def _coupled_path(gibbs: bool):
+    """One path per move, so that its compiled loop serves every beta (a loop input)."""
     from pymc_anneal.paths import Path
 
     def log_densities(position):
