@@ -6,6 +6,7 @@ from pymc_anneal.batched import batched_ais
 from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.merge import merge
 from pymc_anneal.partition import ais
 from pymc_anneal.pymc.bdmc import bdmc
 from pymc_anneal.pymc.sampling import sample_ais
@@ -28,6 +29,7 @@ __all__ = [
     "evidence_strength",
     "kernels",
     "log_evidence",
+    "merge",
     "plots",
     "reverse_ais",
     "sample_ais",

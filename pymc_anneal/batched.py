@@ -21,6 +21,7 @@ from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
+from pymc_anneal.partition import model_fingerprint
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_count,
@@ -109,7 +110,8 @@ def batched_ais(
     attrs = result_attrs("ais", quantity="test_log_likelihood", kernel=run.settings["kernel"],
                          backend=options.backend, num_steps=int(betas.size - 1),
                          num_test_points=points, schedule=schedule_name(schedule),
-                         random_seed=seed_attr, model=model.name)
+                         random_seed=seed_attr, model=model.name,
+                         model_fingerprint=model_fingerprint(model, path))
     return point_estimates_tree(log_w, estimates, mean, mean_se, run=run, attrs=attrs)
 
 

@@ -16,7 +16,7 @@ import xarray as xr
 
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.io import to_datatree
+from pymc_anneal.io import fingerprint, to_datatree
 from pymc_anneal.pymc.sampling import check_run_weights
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import check_count, check_data_rows, check_random_seed
@@ -153,10 +153,20 @@ def ais(
     attrs = {"quantity": "log_partition_function",
              "schedule": schedule if isinstance(schedule, str) else "custom",
              "random_seed": seed_attr, "model": getattr(model, "name", None),
-             "dtype": path.dtype,
+             "dtype": path.dtype, "model_fingerprint": model_fingerprint(model, path),
              **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
     return to_datatree(result, {"x": np.asarray(path.to_model(result.positions))},
                        var_dims={"x": ["x_dim"]}, rng=rng, attrs=attrs)
+
+
+def model_fingerprint(model, path) -> str:
+    """The ``model_fingerprint`` of a result on ``path``: the energy model's content (or the
+    path's structure, for a path given as the model) and the path's parameters (the data of
+    a data base, the test points of :func:`pymc_anneal.batched_ais`)."""
+    content = model.content() if callable(getattr(model, "content", None)) else [
+        repr(getattr(path, "structure", type(path).__qualname__))]
+    return fingerprint([*content, *(x for k in sorted(path.parameters)
+                                     for x in (k, np.asarray(path.parameters[k])))])
 
 
 def _annealing_path(model, kernel, rng, **options):

@@ -18,8 +18,9 @@ import numpy as np
 
 DATA = pathlib.Path(__file__).parent / "data" / "layouts.json"
 BACKEND = "numba"
-VOLATILE = ("versions", "timings", "created_at")
-"""Attributes whose values depend on the machine: only their presence is recorded."""
+VOLATILE = ("versions", "timings", "created_at", "model_fingerprint")
+"""Attributes whose values depend on the machine or the library versions (the fingerprint
+digests PyTensor's printed graph): only their presence is recorded."""
 
 
 def _jsonable(value):

@@ -36,6 +36,7 @@ import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.io import graph_content
 from pymc_anneal.paths import Path, fit_gaussian
 from pymc_anneal.validation import check_choice, check_count, check_finite_array, check_real
 
@@ -235,6 +236,18 @@ class EnergyModel(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, num_dims={self.num_dims}, dtype={self.dtype!r})"
+
+    def content(self) -> list:
+        """What defines the model, for a result's ``model_fingerprint``: its class, its
+        attributes that are arrays, numbers or strings (weights, biases, sizes), by name,
+        and the graph of :meth:`log_unnormalized` (which tells apart two
+        :class:`FunctionEnergy` of different functions)."""
+        parts: list = [type(self).__qualname__]
+        for name, value in sorted(vars(self).items()):
+            if isinstance(value, np.ndarray | np.generic | int | float | str | bool | tuple):
+                parts += [name, value]
+        x = pt.matrix("x", dtype=self.dtype)
+        return parts + graph_content([self.log_unnormalized(x)], [x])
 
 
 class FunctionEnergy(EnergyModel):

@@ -38,6 +38,7 @@ from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal.backends import compile_one_off, python_mode
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.io import graph_content
 from pymc_anneal.paths import Path
 from pymc_anneal.pymc.discrete import (
     ELEMENTWISE_POINTS,
@@ -170,6 +171,20 @@ def _fingerprint(variables, values: bool) -> tuple:
                   .hexdigest() if values else None)
         out.append((id(v), str(v.name), value.shape, str(value.dtype), digest))
     return tuple(out)
+
+
+def model_content(model: pm.Model) -> list:
+    """What defines a model's evidence, for a result's ``model_fingerprint``
+    (:func:`pymc_anneal.io.fingerprint`): its variables' names, the operations of their
+    graphs in order, and the values of every constant and data container they read (after
+    ``pm.set_data``, the new ones). Object ids are left out, so the same model built again,
+    in another process or on another machine, has the same content."""
+    graphs = [*model.free_RVs, *model.observed_RVs, *model.potentials,
+              *(model.rvs_to_values[v] for v in model.observed_RVs)]
+    parts: list = [tuple(v.name for v in model.free_RVs),
+                   tuple(v.name for v in model.observed_RVs),
+                   tuple(v.name for v in model.potentials)]
+    return parts + graph_content(graphs)
 
 
 def _signature(model: pm.Model) -> tuple:

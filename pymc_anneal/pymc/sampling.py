@@ -17,11 +17,11 @@ from pymc_anneal.backends import compile_one_off
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
 from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options_from
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.io import to_datatree
+from pymc_anneal.io import fingerprint, to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
-from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_path
+from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_content, model_path
 from pymc_anneal.pymc.arviz_groups import add_arviz_groups
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
@@ -262,6 +262,7 @@ def sample_ais(
     variables = mp.to_variables(result.positions, rng)
     tree = _to_datatree(model, result, variables, rng, {
         "schedule": schedule if isinstance(schedule, str) else "custom", "base": base,
+        "model_fingerprint": fingerprint(model_content(model)),
         **fit_info, "random_seed": seed_attr, "model": model.name or None,
         "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None})
     return add_arviz_groups(tree, model, log_likelihood=log_likelihood)

@@ -1,0 +1,181 @@
+"""``pa.merge`` pools results into what one run with all their particles reports (issue 25,
+item 3), and refuses results of different models, data or schedules with the reason.
+
+The exact check: one run's chains split into halves and merged back give the run itself
+(every group, every value), for ``sample_ais``, ``ais`` and ``batched_ais``. The statistical
+check: two independently seeded runs of a model with a closed-form evidence, merged, give the
+log-sum-exp of all their weights, within three of its standard errors of the truth.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from scipy import special
+
+import pymc_anneal as pa
+from pymc_anneal.estimators import estimate_log_z
+from pymc_anneal.io import fingerprint
+from pymc_anneal.pymc.adapter import model_content
+from tests import analytic
+from tests.layout_cases import _model, _rbm, _test_points
+
+QUIET = {"progressbar": False, "backend": "numba"}
+
+
+@functools.cache
+def _run(kind, seed=1, chains=4):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)  # tiny runs
+        if kind == "sample_ais":
+            return pa.sample_ais(model=_model(), draws=30, chains=chains, num_steps=20,
+                                 random_seed=seed, **QUIET)
+        if kind == "ais":
+            return pa.ais(_rbm(), draws=30, chains=chains, num_steps=20, random_seed=seed,
+                          **QUIET)
+        if kind == "batched_ais":
+            model = pa.energy.LinearGenerative(np.random.default_rng(0).normal(size=(4, 2)), 0.5)
+            return pa.batched_ais(model, model.sample(3, rng=1), draws=10, chains=chains,
+                                  num_steps=10, random_seed=seed, **QUIET)
+        if kind == "reverse_ais":
+            return pa.reverse_ais(_rbm(), _test_points(), num_steps=10, draws=10,
+                                  random_seed=seed, **QUIET)
+    raise KeyError(kind)
+
+
+def _chains(tree, which) -> xr.DataTree:
+    """``tree`` with the chains ``which`` only (as a run with those chains would be)."""
+    groups = {}
+    for group in tree.children:
+        ds = tree[group].to_dataset()
+        groups[group] = ds.isel(chain=which) if "chain" in ds.dims else ds
+    out = xr.DataTree.from_dict(groups)
+    out.attrs.update(tree.attrs)
+    for group in tree.children:
+        out[group].attrs.update(tree[group].attrs)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["sample_ais", "ais", "batched_ais"])
+def test_merged_halves_are_the_whole_run(kind):
+    whole = _run(kind)
+    merged = pa.merge([_chains(whole, [0, 1]), _chains(whole, [2, 3])])
+    assert sorted(merged.children) == sorted(whole.children)
+    for group in whole.children:
+        assert merged[group].to_dataset().equals(whole[group].to_dataset()), group
+    assert merged.attrs["merged_from"] == 2
+    if kind != "batched_ais":
+        assert pa.log_evidence(merged) == pa.log_evidence(whole)
+
+
+def test_merge_of_seeded_runs_is_the_pooled_estimate_and_covers_the_truth():
+    """Two seeded runs of the conjugate normal-mean model: the merged estimate is the
+    log-sum-exp of their weights over their number (to rounding), its error is that of the
+    pooled weights, and the truth lies within three of it."""
+    case = analytic.normal_mean()
+    runs = []
+    for seed in (3, 4):
+        with case.build():
+            runs.append(pa.sample_ais(draws=200, chains=2, num_steps=200, random_seed=seed,
+                                      **QUIET))
+    merged = pa.merge(runs)
+    log_w = np.concatenate([np.ravel(r["particles"]["log_weight"]) for r in runs])
+    est, pooled = pa.log_evidence(merged), estimate_log_z(log_w)
+    assert est.log_evidence == pytest.approx(special.logsumexp(log_w) - np.log(log_w.size),
+                                             rel=0, abs=1e-12)
+    assert est.standard_error == pooled.standard_error and est.num_particles == 800
+    assert abs(est.log_evidence - case.log_evidence) < 3 * est.standard_error
+    assert est.standard_error < min(pa.log_evidence(r).standard_error for r in runs)
+    assert merged.attrs["random_seed"] == "[3, 4]"
+
+
+def test_merge_reads_results_from_disk(tmp_path):
+    runs = [_run("ais", seed=s, chains=2) for s in (1, 2)]
+    paths = [tmp_path / f"{i}.nc" for i in range(2)]
+    for run, path in zip(runs, paths, strict=True):
+        run.to_netcdf(path)
+    from_disk = pa.merge([xr.load_datatree(p) for p in paths])
+    in_memory = pa.merge(runs)
+    for group in in_memory.children:
+        assert from_disk[group].to_dataset().equals(in_memory[group].to_dataset()), group
+    assert pa.log_evidence(from_disk) == pa.log_evidence(in_memory)
+
+
+def _other_data():
+    with pm.Model(coords={"obs": np.arange(5)}) as model:
+        mu = pm.Normal("mu", 0.0, 1.5)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", mu, sigma, observed=np.array([0.3, -0.2, 0.5, 1.1, 0.9]), dims="obs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)
+        return pa.sample_ais(model=model, draws=30, chains=2, num_steps=20, random_seed=5,
+                             **QUIET)
+
+
+def _no_fingerprint():
+    tree = _run("ais", chains=2).copy()
+    del tree.attrs["model_fingerprint"]
+    return tree
+
+
+BAD = {
+    "not a list": (lambda: _run("ais"), "takes a list of results"),
+    "empty": (list, "empty list"),
+    "other data": (lambda: [_run("sample_ais", chains=2), _other_data()],
+                   "different models or data"),
+    "other model": (lambda: [_run("ais", chains=2), _run("batched_ais", chains=2)],
+                    "quantity"),
+    "other schedule": (lambda: [_run("sample_ais", chains=2), _short_schedule()],
+                       "schedules differ"),
+    "raise": (lambda: [_run("reverse_ais"), _run("reverse_ais", seed=2)],
+              "cannot be pooled"),
+    "no fingerprint": (lambda: [_no_fingerprint(), _run("ais", chains=2)],
+                       "no model_fingerprint"),
+}
+
+
+def _short_schedule():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)
+        return pa.sample_ais(model=_model(), draws=30, chains=2, num_steps=10, random_seed=2,
+                             **QUIET)
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_merge_refuses_what_cannot_be_pooled(case):
+    make, match = BAD[case]
+    with pytest.raises(pa.AnnealingError, match=match):
+        pa.merge(make())
+
+
+def test_fingerprint_follows_the_model_and_its_data_not_object_ids():
+    """The same model built twice has one fingerprint; other observed values, or
+    ``pm.set_data``, give another; an energy model's weights are part of it."""
+    def build(y, x=(1.0, 2.0)):
+        with pm.Model() as m:
+            data = pm.Data("x", np.array(x))
+            mu = pm.Normal("mu", 0, 1)
+            pm.Normal("y", mu * data, 1.0, observed=np.array(y))
+        return m
+
+    digests = {fingerprint(model_content(build([0.3, 0.5]))) for _ in range(2)}
+    assert len(digests) == 1
+    model = build([0.3, 0.5])
+    assert fingerprint(model_content(build([0.3, 0.6]))) not in digests
+    with model:
+        pm.set_data({"x": np.array([1.0, 3.0])})
+    assert fingerprint(model_content(model)) not in digests
+    rbm = _rbm()
+    weights = rbm.W.copy()
+    weights[0, 0] += 1e-9
+    other = pa.energy.BernoulliRBM(weights, rbm.visible_bias, rbm.hidden_bias)
+    assert fingerprint(rbm.content()) == fingerprint(_rbm().content())
+    assert fingerprint(other.content()) != fingerprint(rbm.content())
+    square, quartic = (pa.energy.FunctionEnergy(f, num_dims=2) for f in (
+        lambda x: -0.5 * (x**2).sum(axis=-1), lambda x: -0.25 * (x**4).sum(axis=-1)))
+    assert fingerprint(square.content()) != fingerprint(quartic.content())
