@@ -292,6 +292,25 @@ def _shapes_are_not_negative():
     return in2out(never_equal, name="shapes_are_not_negative")
 
 
+def jax_rng_to_array(state) -> np.ndarray:
+    """The JAX RNG state a compiled JAX loop passes back (``{"jax_state": key}``) as a
+    uint32 array, for a checkpoint (:func:`jax_rng_from_array` restores it)."""
+    import jax
+
+    key = state["jax_state"]
+    if jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return np.asarray(key, dtype=np.uint32)
+
+
+def jax_rng_from_array(data: np.ndarray) -> dict:
+    """The JAX RNG state saved by :func:`jax_rng_to_array`."""
+    import jax
+
+    return {"jax_state": jax.random.wrap_key_data(np.asarray(data, dtype=np.uint32),
+                                                  impl="rbg")}
+
+
 def _rbg_key(key):
     """A JAX key of the ``"rbg"`` implementation: PyTensor's random variables draw with the
     implementation of the key they are given, and XLA's bit generator (``"rbg"``) makes

@@ -5,7 +5,7 @@ All results share their attributes (:func:`result_attrs`): ``inference_library``
 ``method``, the run's settings that apply (``quantity``, ``kernel``, ``backend``,
 ``num_steps``, ``schedule``, ``random_seed``, ``model``, ``timings``, ...) and
 ``versions``; an attribute whose value is ``None`` is left out. AIS results also carry
-``model_fingerprint`` (:func:`fingerprint` of the model and its data), which
+``model_fingerprint`` (:func:`pymc_anneal._digest.fingerprint` of the model and its data), which
 :func:`pymc_anneal.merge` checks.
 
 **AIS** (:func:`to_datatree`: :func:`pymc_anneal.sample_ais`, :func:`pymc_anneal.ais`;
@@ -37,7 +37,6 @@ over ``num_steps``) and :func:`bdmc_tree` (:func:`pymc_anneal.bdmc`: ``sample_st
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 
@@ -65,42 +64,6 @@ def versions() -> str:
 
     return json.dumps({"pymc_anneal": __version__, "pymc": pymc.__version__,
                        "pytensor": pytensor.__version__, "arviz_base": arviz_base.__version__})
-
-
-def fingerprint(parts) -> str:
-    """A digest of what a result was computed from (``model_fingerprint``): ``parts`` are
-    arrays (their dtype, shape and bytes count) and anything else (its ``repr``). Two
-    results may be merged (:func:`pymc_anneal.merge`) only when their digests agree."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        if isinstance(part, np.ndarray | np.generic):
-            value = np.ascontiguousarray(part)
-            digest.update(f"{value.dtype.str}{value.shape}".encode())
-            digest.update(value.tobytes())
-        else:
-            digest.update(repr(part).encode())
-        digest.update(b"\x00")
-    return digest.hexdigest()
-
-
-def graph_content(graphs, inputs=()) -> list:
-    """What PyTensor ``graphs`` compute, for :func:`fingerprint`: the operations between
-    ``inputs`` and ``graphs`` in order, and the values of every constant and shared variable
-    they read (random generators excluded). Object ids are left out, so the same graph built
-    again, in another process, has the same content."""
-    from pytensor.compile.sharedvalue import SharedVariable
-    from pytensor.graph.basic import Constant
-    from pytensor.graph.traversal import ancestors, io_toposort
-    from pytensor.tensor.random.type import RandomType
-
-    graphs = list(graphs)
-    parts: list = [str(node.op) for node in io_toposort(list(inputs), graphs)]
-    for var in ancestors(graphs):
-        if isinstance(var, Constant):
-            parts.append(np.asarray(var.data))
-        elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
-            parts.append(np.asarray(var.get_value(borrow=True)))
-    return parts
 
 
 def schedule_name(schedule) -> str:

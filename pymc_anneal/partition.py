@@ -14,9 +14,11 @@ import warnings
 import numpy as np
 import xarray as xr
 
+from pymc_anneal._digest import fingerprint
 from pymc_anneal.driver import run_annealing, run_options_from
+from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.io import fingerprint, to_datatree
+from pymc_anneal.io import to_datatree
 from pymc_anneal.pymc.sampling import check_run_weights
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import check_count, check_data_rows, check_random_seed
@@ -47,6 +49,7 @@ def ais(
     num_pilot: int = 256,
     target_acceptance: float | None = None,
     momentum_refresh: float | None = None,
+    checkpoint=None,
 ) -> xr.DataTree:
     r"""Estimate the log partition function :math:`\log Z` of an energy-based model with AIS.
 
@@ -103,6 +106,9 @@ def ais(
         Kernel and tuning settings, as in :func:`pymc_anneal.sample_ais`.
     num_pilot, target_acceptance, momentum_refresh
         Tuning settings, as in :func:`pymc_anneal.sample_ais`.
+    checkpoint : str or os.PathLike, optional
+        A file that holds the run's state after every chunk of temperatures; calling again
+        with it resumes, as in :func:`pymc_anneal.sample_ais`.
 
     Returns
     -------
@@ -133,6 +139,7 @@ def ais(
     >>> bool(abs(est.log_evidence - rbm.exact_log_z()) < 4 * est.standard_error + 0.01)
     True
     """
+    arguments = dict(locals())
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
     if num_steps is not None:
@@ -140,6 +147,7 @@ def ais(
     betas = make_schedule(schedule, num_steps)
     options = run_options_from(locals())
     check_data_rows(data)
+    ckpt, random_seed = open_checkpoint(checkpoint, _model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     moments_rng, rng = rng.spawn(2)
     path, kernel = _annealing_path(model, options.kernel, moments_rng, base=base, data=data,
@@ -147,7 +155,7 @@ def ais(
     if path.info.get("weight_caveat"):  # known before any draw: the base cannot be trusted
         warnings.warn(path.info["weight_caveat"], AnnealingWarning, stacklevel=2)
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                           options=options.replace(kernel=kernel))
+                           options=options.replace(kernel=kernel), checkpoint=ckpt)
     check_run_weights(path, result, subject="log f",
                       fix="Check that the energy is finite wherever the base puts mass.")
     attrs = {"quantity": "log_partition_function",
@@ -157,6 +165,16 @@ def ais(
              **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
     return to_datatree(result, {"x": np.asarray(path.to_model(result.positions))},
                        var_dims={"x": ["x_dim"]}, rng=rng, attrs=attrs)
+
+
+def _model_parts(model) -> list:
+    """An energy model's content, or a path's structure and parameters (a path given as the
+    model)."""
+    if callable(getattr(model, "content", None)):
+        return model.content()
+    parameters = getattr(model, "parameters", {}) or {}
+    return [repr(getattr(model, "structure", type(model).__qualname__)),
+            *(x for k in sorted(parameters) for x in (k, np.asarray(parameters[k])))]
 
 
 def model_fingerprint(model, path) -> str:

@@ -13,7 +13,8 @@ ROOT = Path(__file__).parents[1] / "pymc_anneal"
 
 LAYERS = [
     ("foundations", ["_version", "exceptions"]),
-    ("checks and numerics", ["validation", "estimators", "_progress", "backends"]),
+    ("checks and numerics", ["validation", "estimators", "_digest", "_progress",
+                             "backends"]),
     ("paths", ["schedules", "paths", "diagnostics"]),
     ("kernels", ["kernels"]),
     ("driver", ["driver"]),

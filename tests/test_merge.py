@@ -20,7 +20,7 @@ from scipy import special
 
 import pymc_anneal as pa
 from pymc_anneal.estimators import estimate_log_z
-from pymc_anneal.io import fingerprint
+from pymc_anneal._digest import fingerprint
 from pymc_anneal.pymc.adapter import model_content
 from tests import analytic
 from tests.layout_cases import _model, _rbm, _test_points
@@ -179,3 +179,21 @@ def test_fingerprint_follows_the_model_and_its_data_not_object_ids():
     square, quartic = (pa.energy.FunctionEnergy(f, num_dims=2) for f in (
         lambda x: -0.5 * (x**2).sum(axis=-1), lambda x: -0.25 * (x**4).sum(axis=-1)))
     assert fingerprint(square.content()) != fingerprint(quartic.content())
+
+
+def test_fingerprint_is_the_same_in_another_process():
+    """Results from other processes (or machines) merge: no address enters the digest (a
+    PyMC graph holds object-dtype constants, whose bytes are pointers)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; sys.path.insert(0, {root!r})\n"
+            "from pymc_anneal._digest import fingerprint\n"
+            "from pymc_anneal.pymc.adapter import model_content\n"
+            "from tests.layout_cases import _model, _rbm\n"
+            "print(fingerprint(model_content(_model())), fingerprint(_rbm().content()))")
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code.format(root=root)], capture_output=True,
+                         text=True, timeout=300, check=True, cwd=root).stdout.split()
+    assert out == [fingerprint(model_content(_model())), fingerprint(_rbm().content())]

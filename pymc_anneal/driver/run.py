@@ -27,6 +27,8 @@ Python runs once per chunk of steps (the progress bar), never per step or per pa
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from pymc_anneal.driver.cache import compiled_loop
+from pymc_anneal.driver.checkpoint import Checkpoint, Stage
 from pymc_anneal.driver.options import RunOptions
 from pymc_anneal.driver.scan import CompiledLoop
 from pymc_anneal.driver.tuning import Pilot, auto_miss_message, needs_pilot, step_arrays, tune
@@ -96,6 +99,7 @@ def run_annealing(
     initial_positions: np.ndarray | None = None,
     num_chunks: int = 20,
     label: str | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> AnnealingRun:
     """Anneal ``path`` through the increasing schedule ``betas`` (0 to 1).
 
@@ -124,37 +128,36 @@ def run_annealing(
         Compiled calls (progress-bar updates) per run.
     label : str, optional
         Names the run in the progress bar (default: the path's name).
+    checkpoint : Checkpoint, optional
+        Where this call's state is written after every chunk, and read from to resume
+        (:mod:`pymc_anneal.driver.checkpoint`; the entry points open it).
     """
     from pymc_anneal._progress import annealing_progress
 
     plan = _plan(path, options or RunOptions(), direction, draws, chains, initial_positions,
                  num_chunks)
+    stage = Stage(checkpoint)
     tuning = plan.options.tuning
     t0 = time.perf_counter()
-    loop = _compile(path, plan)
+    loop = None if stage.done else _compile(path, plan)
     timings = {"compile": time.perf_counter() - t0}
     with annealing_progress(plan.options.progressbar, label or path.name,
-                            betas.size - 1) as progress:
-        progress("tuning", 0)
+                            betas.size - 1) as progress, _interrupted(checkpoint):
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)
-        pilot = Pilot(betas, *tune(
-            loop, path, betas, tuning, tuning.target_acceptance or plan.kernel.target_acceptance,
-            pilot_rng, lambda done: progress("tuning", done)))
+        pilot = stage.pilot()
+        if pilot is None:
+            progress("tuning", 0)
+            pilot = Pilot(betas, *tune(
+                loop, path, betas, tuning,
+                tuning.target_acceptance or plan.kernel.target_acceptance, pilot_rng,
+                lambda done: progress("tuning", done)))
+            stage.keep_pilot(pilot)
         betas, values, length = pilot.schedule(tuning)
         timings["tuning"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        run = _anneal(loop, path, plan, betas, values, base_rng, run_rng, progress)
-        reruns, realized = 0, None
-        while plan.check:
-            # the pilot may under-rate the kernel's lag: size again from the check chain's
-            # realized variance (never from the reported chains': that would bias them low)
-            realized, repeat = pilot.rerun(run.num_steps, run.log_w[plan.num_particles:],
-                                           tuning.auto_variance, reruns)
-            if repeat is None:
-                break
-            run = _anneal(loop, path, plan, *repeat, *rng.spawn(2), progress)
-            reruns += 1
+        run, realized, reruns = _passes(loop, path, plan, pilot, (betas, values),
+                                        (base_rng, run_rng), rng, progress, stage)
         timings["sampling"] = time.perf_counter() - t2
     if realized is not None:
         message = auto_miss_message(run.num_steps, realized, tuning.auto_variance,
@@ -166,6 +169,43 @@ def run_annealing(
         "inefficiency": pilot.inefficiency, "auto_reruns": reruns,
         **({"auto_check_variance": realized} if realized is not None else {})}
     return _result(path, plan, run, timings, auto)
+
+
+def _passes(loop, path, plan: _Plan, pilot: Pilot, schedule, rngs, rng, progress,
+            stage: Stage) -> tuple[_Pass, float | None, int]:
+    """The run's passes: the first through ``schedule``; with a check chain, repeats while
+    its weights ask for more temperatures (never the reported chains': that would bias
+    them low). A stored stage resumes where it stopped: the RNG streams of the passes
+    before it are spawned again, in the same order, and its state is restored."""
+    tuning = plan.options.tuning
+    reruns, realized = stage.pass_index, stage.realized
+    for _ in range(reruns):  # the streams that the stored pass and those before it drew
+        rngs = rng.spawn(2)
+    if reruns:
+        schedule = stage.pass_schedule()
+    run = _anneal(loop, path, plan, *schedule, *rngs, progress, stage, reruns)
+    while plan.check and not stage.done:
+        realized, repeat = pilot.rerun(run.num_steps, run.log_w[plan.num_particles:],
+                                       tuning.auto_variance, reruns)
+        if repeat is None:
+            break
+        reruns += 1
+        run = _anneal(loop, path, plan, *repeat, *rng.spawn(2), progress, stage, reruns)
+    stage.finish(realized)
+    return run, realized, reruns
+
+
+@contextlib.contextmanager
+def _interrupted(checkpoint: Checkpoint | None):
+    """On Ctrl-C, say where the checkpoint stands and how to resume, then stop."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if checkpoint is not None:
+            print(f"Interrupted. The checkpoint {checkpoint.path} holds the run up to its last "
+                  "completed chunk: call again with the same arguments (and the same "
+                  "checkpoint) to resume.", file=sys.stderr)
+        raise
 
 
 @dataclass(frozen=True)
@@ -254,23 +294,37 @@ def _start(path, plan: _Plan, betas: np.ndarray, values: dict, base_rng):
             plan.initial_positions, np.zeros(plan.num_particles))
 
 
-def _anneal(loop: CompiledLoop, path, plan: _Plan, betas: np.ndarray, values: dict,
-            base_rng, run_rng, progress) -> _Pass:
-    """Anneal all chains (the check chain included) through ``betas``, chunk by chunk."""
+def _anneal(loop: CompiledLoop | None, path, plan: _Plan, betas: np.ndarray, values: dict,
+            base_rng, run_rng, progress, stage: Stage, pass_index: int = 0) -> _Pass:
+    """Anneal all chains (the check chain included) through ``betas``, chunk by chunk,
+    writing ``stage`` after each chunk (or resuming from its stored state)."""
     num_steps = betas.size - 1
     progress("annealing", 0, num_steps)
-    run_betas, values, positions, log_w = _start(path, plan, betas, values, base_rng)
-    arrays = step_arrays(loop.parameters, run_betas, values, plan.options.tuning.fixed)
-    base_rng, state = loop.init(base_rng, positions, {k: v[0] for k, v in arrays.items()},
-                                plan.path_parameters)
-    stats: dict[str, list] = {}
-    chunks = _chunks(num_steps, plan.num_chunks, loop.chunk_length)
+    run_betas, run_values, positions, log_w = _start(path, plan, betas, values, base_rng)
+    tuned = loop.parameters if loop is not None else plan.kernel.parameters
+    arrays = step_arrays(tuned, run_betas, run_values, plan.options.tuning.fixed)
+    stored = stage.resume(pass_index)
+    if stored is None:
+        base_rng, state = loop.init(base_rng, positions, {k: v[0] for k, v in arrays.items()},
+                                    plan.path_parameters)
+        stats: dict[str, list] = {}
+        done = 0
+    else:
+        state, log_w, run_rng = stored["state"], stored["log_w"], stored["rng"]
+        stats = {k: [v] for k, v in stored["stats"].items()}
+        done = stored["done_steps"]
+        progress("annealing", done)
+    chunks = _chunks(num_steps, plan.num_chunks, loop.chunk_length if loop else None)
     for start, stop in zip(chunks[:-1], chunks[1:]):
+        if stop <= done:
+            continue
         run_rng, state, log_w, chunk_stats = loop.run(
             run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w,
             plan.run_chains, plan.path_parameters)
         for name, value in chunk_stats.items():
             stats.setdefault(name, []).append(value)
+        stage.save_pass(pass_index, betas, values, state, log_w,
+                        {k: np.concatenate(v, axis=0) for k, v in stats.items()}, run_rng, stop)
         progress("annealing", stop)
     return _Pass(run_betas, arrays, state, np.asarray(log_w), stats)
 

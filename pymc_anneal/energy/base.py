@@ -35,8 +35,8 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
+from pymc_anneal._digest import graph_content
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.io import graph_content
 from pymc_anneal.paths import Path, fit_gaussian
 from pymc_anneal.validation import check_choice, check_count, check_finite_array, check_real
 

@@ -36,9 +36,9 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
+from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.io import graph_content
 from pymc_anneal.paths import Path
 from pymc_anneal.pymc.discrete import (
     ELEMENTWISE_POINTS,
@@ -175,7 +175,7 @@ def _fingerprint(variables, values: bool) -> tuple:
 
 def model_content(model: pm.Model) -> list:
     """What defines a model's evidence, for a result's ``model_fingerprint``
-    (:func:`pymc_anneal.io.fingerprint`): its variables' names, the operations of their
+    (:func:`pymc_anneal._digest.fingerprint`): its variables' names, the operations of their
     graphs in order, and the values of every constant and data container they read (after
     ``pm.set_data``, the new ones). Object ids are left out, so the same model built again,
     in another process or on another machine, has the same content."""

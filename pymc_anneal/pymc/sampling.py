@@ -13,11 +13,13 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
+from pymc_anneal._digest import fingerprint
 from pymc_anneal.backends import compile_one_off
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
 from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options_from
+from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
-from pymc_anneal.io import fingerprint, to_datatree
+from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
@@ -79,6 +81,7 @@ def sample_ais(
     dlogz: float | None = None,
     discrete: str = "auto",
     idata_kwargs: dict | None = None,
+    checkpoint=None,
 ) -> xr.DataTree:
     r"""Estimate the log marginal likelihood (evidence) of a PyMC model with AIS.
 
@@ -191,6 +194,16 @@ def sample_ais(
         As for :func:`pymc.sample`: ``{"log_likelihood": True}`` adds the group
         ``log_likelihood`` (pointwise, at the posterior draws), which :func:`arviz.loo`
         reads and :func:`pymc_anneal.compare` then shows beside the evidence.
+    checkpoint : str or os.PathLike, optional
+        A file (``.npz`` with a JSON header, no pickle) that holds the whole state of the
+        run after every chunk of temperatures (particles, momenta, log weights, RNG
+        states, tuned parameters, the schedule). Calling again with the same file and the
+        same arguments resumes from the last chunk written, after a crash, a kill or
+        Ctrl-C, and returns what the uninterrupted call would have returned, bit for bit.
+        A file written by another model, other data or other arguments is refused, and so
+        is a damaged one (checksum). With ``random_seed=None`` the seed drawn by the first
+        call is stored and reused. The file stays after the run (delete it, or give
+        another path, to run afresh; calling again with it returns the stored result).
 
     Returns
     -------
@@ -220,6 +233,7 @@ def sample_ais(
     >>> round(est.log_evidence, 1)
     -3.5
     """
+    arguments = dict(locals())
     model = check_model(model)
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
@@ -234,6 +248,8 @@ def sample_ais(
     discrete = check_choice("discrete", discrete, DISCRETE_ROUTES)
     log_likelihood = check_idata_kwargs(idata_kwargs).get("log_likelihood", False)
     mp = model_path(model, discrete)
+    ckpt, random_seed = open_checkpoint(checkpoint, model_content(model), arguments,
+                                        random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     if mp.path is None:
         return add_arviz_groups(_exact_sum(model, mp, draws, chains, rng, options.backend,
@@ -246,13 +262,13 @@ def sample_ais(
         t0 = time.perf_counter()
         fit_rng, rng = rng.spawn(2)
         path, fit_info, fit_log_w = _fit_gaussian_base(mp.path, options, schedule, fit_steps,
-                                                       fit_draws, fit_rng)
+                                                       fit_draws, fit_rng, ckpt)
         fit_time = time.perf_counter() - t0
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     main_tuning = dataclasses.replace(options.tuning, auto_variance=_auto_variance(
         dlogz, draws * chains)) if auto else options.tuning
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                           options=options.replace(tuning=main_tuning))
+                           options=options.replace(tuning=main_tuning), checkpoint=ckpt)
     check_run_weights(path, result)
     _name_discrete_acceptance(result, mp.value_slices)
     result.positions = path.to_model(result.positions)
@@ -287,7 +303,8 @@ def _compound_kernel(options: RunOptions, annealed: list[str]) -> RunOptions:
 
 
 def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
-                      fit_draws: int | None, rng: np.random.Generator) -> tuple[Path, dict]:
+                      fit_draws: int | None, rng: np.random.Generator,
+                      checkpoint=None) -> tuple[Path, dict]:
     """``base="gaussian"``: the path from a Gaussian fitted to a short AIS run's particles.
 
     The fitting run anneals ``path`` from its prior base through ``fit_steps`` temperatures
@@ -315,7 +332,7 @@ def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
     fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
     fit = run_annealing(path, betas=make_schedule(fit_schedule, fit_steps), draws=fit_draws,
                         chains=1, rng=rng, options=options,
-                        label=f"{path.name} (fitting the base)")
+                        label=f"{path.name} (fitting the base)", checkpoint=checkpoint)
     alive = np.isfinite(fit.log_weights[0])
     if not alive.any():
         check_weights(fit.log_weights)  # the clear error for all-zero weights
