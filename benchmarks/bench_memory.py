@@ -16,6 +16,23 @@ per particle: a term of the peak that the estimate does not count), ``num_steps=
 
     .venv/bin/python benchmarks/bench_memory.py            # 8 processes, about 2 minutes
     .venv/bin/python benchmarks/bench_memory.py --quick    # 2 processes
+
+Results (2026-11-26, 2 shared cores, JAX 0.12 on CPU; MiB; ratio = measured / estimate)::
+
+        kernel   d obs particles chains  steps state B fixed MiB  measured  estimate  ratio
+          hais  10   1    100000      4     64     336       429     232.8     235.7   0.99
+          hais  10   1    200000      4     64     336       431     401.3     383.3   1.05
+          hais  50   1     40000      4     64    1616       504     364.8     366.8   0.99
+    metropolis  10   1    200000      4     64      96       425     174.0     177.3   0.98
+    metropolis  50   1     40000      4     64     416       481     146.3     160.8   0.91
+          hais  10  20    100000      4     64     336       495     341.6     235.7   1.45
+          hais   1   1     20000    400  20000      48       432     746.3     627.8   1.19
+          hais   1   1        32      4 100000      48       438      44.8     119.3   0.38
+
+(the last two rows with ``STEP_COPIES`` = 1.75, since set to the measured 2.0; the
+20-observation row holds the model's per-particle intermediates, which the estimate leaves
+out; the last row is below the 88 MiB allowance for a compile, which a tiny model does not
+need.)
 """
 
 from __future__ import annotations

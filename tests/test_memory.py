@@ -3,10 +3,10 @@ compiled or allocated, with a split that fits; the estimate follows the measured
 statistic is stored per particle and step, so a long schedule on a tiny model runs.
 
 The estimate's constants come from ``benchmarks/bench_memory.py`` (peak RSS of fresh
-processes): it was within 7 % of the measured peak's growth for models whose log density
-keeps little per particle, and up to about 2 times below for one that broadcasts 20
-observations per dimension against each particle (intermediates the estimate leaves out).
-The comparison test allows a factor of 2 either way around the measured ratio of 1.
+processes): measured / estimated peak growth was 0.91-1.05 for models whose log density
+keeps little per particle, and 1.45 for one that broadcasts 20 observations per dimension
+against each particle (intermediates the estimate leaves out). The comparison test allows
+a factor of 2 either way around the measured ratio of 1.
 """
 
 from __future__ import annotations
@@ -125,10 +125,10 @@ def test_step_statistics_are_per_chain_never_per_particle():
 
 @pytest.mark.slow
 def test_estimate_follows_the_measured_peak():
-    """A mid-size run (800,000 particles, d = 10, HAIS) in a fresh process: its peak's
-    growth over a small call is within a factor 2 of the estimate (measured 0.93-1.08)."""
+    """A mid-size run (100,000 particles, d = 10, HAIS) in a fresh process: its peak's
+    growth over a small call is within a factor 2 of the estimate (measured 0.99)."""
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_memory.py"),
-                          "--child", "hais", "10", "1", "200000", "4", "64"],
+                          "--child", "hais", "10", "1", "25000", "4", "64"],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert 0.5 < row["measured_mib"] / row["estimate_mib"] < 2.0, row
@@ -136,16 +136,16 @@ def test_estimate_follows_the_measured_peak():
 
 @pytest.mark.slow
 def test_a_hundred_thousand_steps_on_a_tiny_model():
-    """K = 10^5 temperatures on a 1-d conjugate model with 8 particles in 2 chains: the
+    """K = 10^5 temperatures on a 1-d conjugate model with 50 particles in 2 chains: the
     statistics stay (chain, step) and the estimate is right (exact log evidence within
-    four standard errors of the 16 weights' estimate)."""
+    four standard errors of the 100 weights' estimate)."""
     import pymc as pm
 
     y = np.array([0.3, -0.2, 0.5])
     with pm.Model() as model:
         mu = pm.Normal("mu", 0, 1)
         pm.Normal("y", mu, 1, observed=y)
-    tree = pa.sample_ais(model=model, draws=8, chains=2, num_steps=100_000, random_seed=3,
+    tree = pa.sample_ais(model=model, draws=50, chains=2, num_steps=100_000, random_seed=3,
                          **QUIET)
     assert tree["annealing_stats"]["acceptance_rate"].shape == (2, 100_000)
     n = y.size
