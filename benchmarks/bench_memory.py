@@ -14,7 +14,7 @@ per particle: a term of the peak that the estimate does not count), ``num_steps=
 
 .. code-block:: bash
 
-    .venv/bin/python benchmarks/bench_memory.py            # 8 processes, about 2 minutes
+    .venv/bin/python benchmarks/bench_memory.py            # 9 processes, about 8 minutes
     .venv/bin/python benchmarks/bench_memory.py --quick    # 2 processes
 
 Results (2026-11-26, 2 shared cores, JAX 0.12 on CPU; MiB; ratio = measured / estimate)::
@@ -30,7 +30,7 @@ Results (2026-11-26, 2 shared cores, JAX 0.12 on CPU; MiB; ratio = measured / es
           hais   1   1        32      4 100000      48       438      44.8     119.3   0.38
           hais   2   3   1000000      4    100      80         -     573.0     466.0   1.23
 
-(the last two rows with ``STEP_COPIES`` = 1.75, since set to 2.0, the measured 2.1; the
+(the two long schedules with ``STEP_COPIES`` = 1.75, since set to 2.0, the measured 2.1; the
 20-observation row holds the model's per-particle intermediates, which the estimate leaves
 out; the K = 10^5 row is below the 88 MiB allowance for a compile, which a tiny model does
 not need; 10^6 particles took 50 s.)
