@@ -28,6 +28,7 @@ Python runs once per chunk of steps (the progress bar), never per step or per pa
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import time
 import warnings
@@ -38,6 +39,7 @@ import numpy as np
 
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.checkpoint import Checkpoint, Stage
+from pymc_anneal.driver.memory import check_run_memory
 from pymc_anneal.driver.options import RunOptions
 from pymc_anneal.driver.scan import CompiledLoop
 from pymc_anneal.driver.tuning import Pilot, auto_miss_message, needs_pilot, step_arrays, tune
@@ -135,7 +137,7 @@ def run_annealing(
     from pymc_anneal._progress import annealing_progress
 
     plan = _plan(path, options or RunOptions(), direction, draws, chains, initial_positions,
-                 num_chunks)
+                 num_chunks, num_steps=betas.size - 1)
     stage = Stage(checkpoint)
     tuning = plan.options.tuning
     t0 = time.perf_counter()
@@ -234,14 +236,17 @@ class _Plan:
 
 
 def _plan(path, options: RunOptions, direction: str, draws: int, chains: int,
-          initial_positions, num_chunks: int) -> _Plan:
-    """Check a run's inputs and build its kernel."""
+          initial_positions, num_chunks: int, num_steps: int = 1) -> _Plan:
+    """Check a run's inputs (its memory too, before anything is allocated) and build its
+    kernel."""
     backend = check_backend(options.backend)
     direction = check_choice("direction", direction, DIRECTIONS)
     kernel = resolve_kernel(path.default_kernel if options.kernel is None else options.kernel,
                             path, **options.kernel_options)
     check_fixed_parameters(options.tuning.fixed, kernel)
     check = options.tuning.auto_variance is not None and direction == "forward"
+    check_run_memory(path, kernel, draws=draws, chains=chains, run_chains=chains + check,
+                     num_steps=num_steps)
     initial_positions = check_initial_positions(
         initial_positions, direction=direction, shape=(draws * chains, path.num_dims),
         dtype=path.dtype, own_base_draws=check)
@@ -315,7 +320,7 @@ def _anneal(loop: CompiledLoop | None, path, plan: _Plan, betas: np.ndarray, val
         done = stored["done_steps"]
         progress("annealing", done)
     chunks = _chunks(num_steps, plan.num_chunks, loop.chunk_length if loop else None)
-    for start, stop in zip(chunks[:-1], chunks[1:]):
+    for start, stop in itertools.pairwise(chunks):
         if stop <= done:
             continue
         run_rng, state, log_w, chunk_stats = loop.run(

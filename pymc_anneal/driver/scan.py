@@ -179,13 +179,16 @@ class CompiledLoop:
         nothing). ``field_dtypes``: the dtype of each state field, in loop order."""
         if self.chunk_length is None:
             return
+        def like(shape, dtype="float64"):  # only shapes and dtypes count: no allocation
+            return np.broadcast_to(np.zeros((), dtype), shape)
+
         steps = self.chunk_length
-        sequences = [np.zeros(steps), np.zeros(steps),
-                     *(np.zeros((steps, num_dims) if p.per_dimension else steps)
+        sequences = [like(steps), like(steps),
+                     *(like((steps, num_dims) if p.per_dimension else steps)
                        for p in self.parameters)]
-        state = [np.zeros((num_particles, num_dims) if per_dimension else num_particles, dtype)
+        state = [like((num_particles, num_dims) if per_dimension else num_particles, dtype)
                  for per_dimension, dtype in zip(self.field_per_dimension, field_dtypes)]
-        log_w = np.zeros((num_chains, num_particles // num_chains))
+        log_w = like((num_chains, num_particles // num_chains))
         self.chunk_fn.precompile(*sequences, *state, log_w, *path_parameters)
 
     def run(self, rng, arrays: dict, state: dict, log_w, num_chains: int, path_parameters: list):
