@@ -8,7 +8,17 @@ import hashlib
 
 import numpy as np
 
-__all__ = ["fingerprint", "graph_content"]
+__all__ = ["attribute_content", "fingerprint", "graph_content"]
+
+
+def attribute_content(obj) -> list:
+    """An object's class and its attributes that are arrays, numbers, strings or tuples
+    (weights, biases, sizes), by name: the content of a model defined by its arrays."""
+    parts: list = [type(obj).__qualname__]
+    for name, value in sorted(vars(obj).items()):
+        if isinstance(value, np.ndarray | np.generic | int | float | str | bool | tuple):
+            parts += [name, value]
+    return parts
 
 
 def fingerprint(parts) -> str:

@@ -18,10 +18,11 @@ import xarray as xr
 
 from pymc_anneal.diagnostics import weight_warnings
 from pymc_anneal.driver import run_annealing, run_options_from
+from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
-from pymc_anneal.partition import model_fingerprint
+from pymc_anneal.partition import model_fingerprint, model_parts
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_count,
@@ -50,6 +51,7 @@ def batched_ais(
     num_pilot: int = 256,
     target_acceptance: float | None = None,
     momentum_refresh: float | None = None,
+    checkpoint=None,
 ) -> xr.DataTree:
     r"""Estimate :math:`\log p(\mathbf x_n)` for every test point of a generative model.
 
@@ -65,7 +67,7 @@ def batched_ais(
         Particles per chain and point.
     chains : int, default 2
         Independent chains per point; their spread checks each point's standard error.
-    num_steps, schedule, kernel, random_seed, progressbar, backend
+    num_steps, schedule, kernel, random_seed, progressbar, backend, checkpoint
         As in :func:`pymc_anneal.ais` (default kernel ``"hais"``).
     num_leapfrog_steps, step_size, mass_matrix, num_tuning_bands, num_pilot, target_acceptance, momentum_refresh
         Kernel and tuning settings, as in :func:`pymc_anneal.sample_ais`.
@@ -85,6 +87,7 @@ def batched_ais(
     --------
     See :class:`~pymc_anneal.energy.LinearGenerative`.
     """
+    arguments = dict(locals())
     if not callable(getattr(model, "evidence_path", None)):
         raise AnnealingError(
             "batched_ais needs a generative model with per-point evidences (a "
@@ -96,11 +99,13 @@ def batched_ais(
         num_steps = check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
     options = run_options_from({**locals(), "kernel": kernel or "hais"})
+    ckpt, random_seed = open_checkpoint(checkpoint, model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     path = model.evidence_path(data)
     points = int(path.parameters["data"].shape[0])
     run = run_annealing(path, betas=betas, draws=draws * points, chains=chains, rng=rng,
-                        options=options, label=f"{model.name} ({points} points)")
+                        options=options, label=f"{model.name} ({points} points)",
+                        checkpoint=ckpt)
     # particle d of a chain anneals point d mod N: (chains, draws * N) -> (N, chains, draws)
     log_w = run.log_weights.reshape(chains, draws, points).transpose(2, 0, 1)
     _check_weights(log_w)

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from pymc_anneal._digest import fingerprint
+from pymc_anneal._digest import attribute_content, fingerprint
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
@@ -147,7 +147,7 @@ def ais(
     betas = make_schedule(schedule, num_steps)
     options = run_options_from(locals())
     check_data_rows(data)
-    ckpt, random_seed = open_checkpoint(checkpoint, _model_parts(model), arguments, random_seed)
+    ckpt, random_seed = open_checkpoint(checkpoint, model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     moments_rng, rng = rng.spawn(2)
     path, kernel = _annealing_path(model, options.kernel, moments_rng, base=base, data=data,
@@ -167,13 +167,14 @@ def ais(
                        var_dims={"x": ["x_dim"]}, rng=rng, attrs=attrs)
 
 
-def _model_parts(model) -> list:
-    """An energy model's content, or a path's structure and parameters (a path given as the
-    model)."""
+def model_parts(model) -> list:
+    """What defines ``model`` for a fingerprint: an energy model's content; else (a path, a
+    generative model) its class, array and scalar attributes, and a path's structure and
+    parameters."""
     if callable(getattr(model, "content", None)):
         return model.content()
     parameters = getattr(model, "parameters", {}) or {}
-    return [repr(getattr(model, "structure", type(model).__qualname__)),
+    return [*attribute_content(model), repr(getattr(model, "structure", None)),
             *(x for k in sorted(parameters) for x in (k, np.asarray(parameters[k])))]
 
 
@@ -181,10 +182,9 @@ def model_fingerprint(model, path) -> str:
     """The ``model_fingerprint`` of a result on ``path``: the energy model's content (or the
     path's structure, for a path given as the model) and the path's parameters (the data of
     a data base, the test points of :func:`pymc_anneal.batched_ais`)."""
-    content = model.content() if callable(getattr(model, "content", None)) else [
-        repr(getattr(path, "structure", type(path).__qualname__))]
-    return fingerprint([*content, *(x for k in sorted(path.parameters)
-                                     for x in (k, np.asarray(path.parameters[k])))])
+    parameters = path.parameters
+    return fingerprint([*model_parts(model),
+                        *(x for k in sorted(parameters) for x in (k, np.asarray(parameters[k])))])
 
 
 def _annealing_path(model, kernel, rng, **options):

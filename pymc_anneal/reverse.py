@@ -48,6 +48,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_anneal.driver import run_annealing, run_options
+from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.io import (
@@ -103,6 +104,7 @@ def reverse_ais(
     random_seed=None,
     progressbar: bool = True,
     backend: str = "auto",
+    checkpoint=None,
 ) -> xr.DataTree:
     r"""Conservative (RAISE) estimates of the test log-likelihoods :math:`\log p(v)`.
 
@@ -155,7 +157,7 @@ def reverse_ais(
         bracket, see :func:`bracket_kind`): RAISE errs low for the annealing model, so it is
         then the annealing model that over-rates the test data at this K; increase
         ``num_steps``. The attribute ``bracket`` records the classification.
-    random_seed, progressbar, backend
+    random_seed, progressbar, backend, checkpoint
         As in :func:`pymc_anneal.ais`.
 
     Returns
@@ -190,6 +192,7 @@ def reverse_ais(
     >>> bool(raise_ < exact + 3 * result["sample_stats"]["mean_log_likelihood_se"].item())
     True
     """
+    arguments = dict(locals())
     _check_energy_model("reverse_ais", model)
     if num_steps is not None:
         num_steps = check_count("num_steps", num_steps, 1)
@@ -200,6 +203,8 @@ def reverse_ais(
     test = _test_data(model, data)
     control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
     ais_log_z = None if log_z is None else _ais_log_z(log_z)
+    ckpt, random_seed = open_checkpoint(checkpoint, model.content(), {
+        **arguments, "log_z": ais_log_z}, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     path_rng, rng = rng.spawn(2)
     all_log_f = _log_f(model, test, path_rng)
@@ -213,12 +218,12 @@ def reverse_ais(
             f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
     options = options.replace(kernel=kernel)
     algorithm, initial, offset, rng = _reverse_start(model, path, test, log_f, betas, draws,
-                                                     rng, options)
+                                                     rng, options, ckpt)
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
     run = run_annealing(path, betas=mixed, draws=draws, chains=test.shape[0], rng=rng,
                         options=options, direction="backward",
                         initial_positions=initial.astype(path.dtype),
-                        label=f"{model.name} (RAISE)")
+                        label=f"{model.name} (RAISE)", checkpoint=ckpt)
     log_w = run.log_weights + offset  # (points, draws)
     estimates = [estimate_log_z(row) for row in log_w]
     log_lik = np.array([e.log_z for e in estimates])
@@ -259,7 +264,7 @@ def _subsample(num_points: int, subsample: int | None, rng: np.random.Generator)
     return np.sort(sub_rng.choice(num_points, size=subsample, replace=False)), rng
 
 
-def _reverse_start(model, path, test, log_f, betas, draws, rng, options):
+def _reverse_start(model, path, test, log_f, betas, draws, rng, options, checkpoint=None):
     """Where the reverse chains start: ``(algorithm, initial positions (points * draws, d),
     log weight offset per point (points, 1) or (points, draws), the generator left)``.
 
@@ -276,7 +281,7 @@ def _reverse_start(model, path, test, log_f, betas, draws, rng, options):
     heat_path, start, log_p0 = model.heating(path, test, draws, heat_rng)
     heat = run_annealing(heat_path, betas=betas, draws=draws, chains=test.shape[0],
                          rng=heat_rng, options=options, initial_positions=start,
-                         label=f"{model.name} (RAISE, heating)")
+                         label=f"{model.name} (RAISE, heating)", checkpoint=checkpoint)
     return (3, heat.positions.reshape(test.shape[0] * draws, -1),
             log_p0[:, None] + heat.log_weights, rng)
 

@@ -51,6 +51,13 @@ def _call(kind, **kw):
         warnings.simplefilter("ignore", pa.AnnealingWarning)  # tiny runs
         if kind == "ais":
             return pa.ais(_rbm(), **{**KW, "num_steps": 40, **kw})
+        if kind == "batched_ais":
+            model = pa.energy.LinearGenerative(np.random.default_rng(0).normal(size=(4, 2)), 0.5)
+            return pa.batched_ais(model, model.sample(3, rng=1), **{**KW, "draws": 10, **kw})
+        if kind == "reverse_ais":
+            test = (np.random.default_rng(5).random((4, 6)) < 0.5).astype(float)
+            return pa.reverse_ais(_rbm(), test, num_steps=130, draws=10, random_seed=3,
+                                  progressbar=False, **kw)
         return pa.sample_ais(model=_model(), **{**KW, **kw})
 
 
@@ -83,6 +90,8 @@ def _interrupt_after(monkeypatch, saves: int):
     ("sample_ais", "jax", 1, ()),  # right after the pilot
     ("sample_ais", "jax", 3, ()),  # mid-run
     ("ais", "jax", 2, ()),  # Gibbs on an RBM (40 steps: two chunks)
+    ("batched_ais", "jax", 3, ()),
+    ("reverse_ais", "jax", 3, ()),  # a backward run
     pytest.param("sample_ais", "jax", 20, (("num_steps", "auto"), ("base", "gaussian")),
                  marks=pytest.mark.slow, id="auto-gaussian"),  # in the second stage
     pytest.param("sample_ais", "numba", 6, (), marks=pytest.mark.slow),

@@ -19,8 +19,8 @@ import xarray as xr
 from scipy import special
 
 import pymc_anneal as pa
-from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal._digest import fingerprint
+from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.pymc.adapter import model_content
 from tests import analytic
 from tests.layout_cases import _model, _rbm, _test_points
@@ -130,6 +130,8 @@ BAD = {
                    "different models or data"),
     "other model": (lambda: [_run("ais", chains=2), _run("batched_ais", chains=2)],
                     "quantity"),
+    "other generative model": (lambda: [_run("batched_ais", chains=2), _other_basis()],
+                               "different models or data"),
     "other schedule": (lambda: [_run("sample_ais", chains=2), _short_schedule()],
                        "schedules differ"),
     "raise": (lambda: [_run("reverse_ais"), _run("reverse_ais", seed=2)],
@@ -137,6 +139,17 @@ BAD = {
     "no fingerprint": (lambda: [_no_fingerprint(), _run("ais", chains=2)],
                        "no model_fingerprint"),
 }
+
+
+def _other_basis():
+    """batched_ais on the same test points with another basis (1e-9 apart)."""
+    basis = np.random.default_rng(0).normal(size=(4, 2))
+    data = pa.energy.LinearGenerative(basis, 0.5).sample(3, rng=1)
+    basis[0, 0] += 1e-9
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)
+        return pa.batched_ais(pa.energy.LinearGenerative(basis, 0.5), data, draws=10,
+                              chains=2, num_steps=10, random_seed=2, **QUIET)
 
 
 def _short_schedule():

@@ -35,7 +35,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_anneal._digest import graph_content
+from pymc_anneal._digest import attribute_content, graph_content
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path, fit_gaussian
 from pymc_anneal.validation import check_choice, check_count, check_finite_array, check_real
@@ -242,12 +242,8 @@ class EnergyModel(abc.ABC):
         attributes that are arrays, numbers or strings (weights, biases, sizes), by name,
         and the graph of :meth:`log_unnormalized` (which tells apart two
         :class:`FunctionEnergy` of different functions)."""
-        parts: list = [type(self).__qualname__]
-        for name, value in sorted(vars(self).items()):
-            if isinstance(value, np.ndarray | np.generic | int | float | str | bool | tuple):
-                parts += [name, value]
         x = pt.matrix("x", dtype=self.dtype)
-        return parts + graph_content([self.log_unnormalized(x)], [x])
+        return attribute_content(self) + graph_content([self.log_unnormalized(x)], [x])
 
 
 class FunctionEnergy(EnergyModel):
