@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from pymc_anneal.backends import interruptible
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.options import RunOptions
 from pymc_anneal.driver.scan import CompiledLoop
@@ -84,6 +85,7 @@ def _chunks(num_steps: int, num_chunks: int, multiple: int | None = None) -> np.
     return np.unique(np.minimum(edges, num_steps))
 
 
+@interruptible()  # Ctrl-C stops the run, even when Python would lose it
 def run_annealing(
     path,
     *,
