@@ -15,7 +15,9 @@ JAX compiles a run's loop in a background thread while the pilot runs
 (:func:`compile_in_background`). A thread still inside XLA's compiler when the interpreter
 shuts down (a run stopped by Ctrl-C, or by any exception, while its compile goes on) would
 be torn down inside C++ code, which aborts the process; such threads are waited for at exit
-instead (:func:`wait_for_background_compiles`), with Ctrl-C ignored for that wait only.
+instead (:func:`wait_for_background_compiles`; a second Ctrl-C exits at once). Inside a run
+(:func:`interruptible`), a Ctrl-C that Python lost in a garbage-collector callback is raised
+again before the next compiled call.
 """
 
 from __future__ import annotations
@@ -199,7 +201,7 @@ def compile_in_background(compile_: Callable[[], object]) -> threading.Event:
 
     with _BACKGROUND_LOCK:
         if not _BACKGROUND:
-            atexit.register(wait_for_background_compiles)  # once; unregistered by the wait
+            atexit.register(_wait_at_exit)  # once; unregistered by the wait
         _BACKGROUND[:] = [*(d for d in _BACKGROUND if not d.is_set()), done]
     threading.Thread(target=run, name="pymc_anneal-compile", daemon=True).start()
     return done
@@ -212,20 +214,21 @@ def wait_for_background_compiles() -> float:
     Registered with :mod:`atexit` while a compile may run, so that a process stopped by
     Ctrl-C (or by any exception) during a run exits cleanly once the compile in progress
     ends (at most the loop's compile time) instead of aborting inside XLA. In the main
-    thread, Ctrl-C is ignored during the wait (a second one would otherwise leave the
-    thread to the interpreter's teardown again), and the previous handler restored after.
+    thread, a Ctrl-C during the wait ends the process at once with exit code 130
+    (``os._exit``: no interpreter teardown, so nothing is torn down inside XLA); the previous
+    handler is restored after the wait.
     """
     import time
 
     with _BACKGROUND_LOCK:
         pending = [d for d in _BACKGROUND if not d.is_set()]
         _BACKGROUND.clear()
-        atexit.unregister(wait_for_background_compiles)
+        atexit.unregister(_wait_at_exit)
     start = time.perf_counter()
     if not pending:
         return 0.0
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    previous = signal.signal(signal.SIGINT, _exit_now) if main else None
     try:
         for done in pending:
             done.wait()
@@ -233,6 +236,24 @@ def wait_for_background_compiles() -> float:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     return time.perf_counter() - start
+
+
+def _wait_at_exit() -> None:
+    """:func:`wait_for_background_compiles`, saying why the exit waits."""
+    if any(not done.is_set() for done in _BACKGROUND):
+        print("pymc_anneal: waiting for a JAX compile in progress to finish before exiting "
+              "(Ctrl-C again: exit at once)", file=sys.stderr, flush=True)
+    wait_for_background_compiles()
+
+
+def _exit_now(signum, frame):
+    """SIGINT while the exit waits for a compile: end the process now, as a shell reports
+    a process stopped by Ctrl-C (128 + SIGINT)."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(128 + signal.SIGINT)
 
 
 class _Interrupts:
