@@ -18,7 +18,7 @@ Measured (2026-11-26, 2 shared cores, 1500 steps: compile 2.5-3 s, pilot 5-6 s, 
 5-7 s; default delays). Before the fix (``--root`` a checkout of 42e6176): the Ctrl-C at 5 s
 aborted ("FATAL: exception not rethrown": the compile thread torn down inside XLA at exit;
 1 of 8 and 1 of 9 in two series), the others died of KeyboardInterrupt 0.2-2.8 s after the
-signal. After: no abort in 9 + 8 + 15 runs; exit 3.0-4.0 s after the signal when a compile
+signal. After: no abort in 12 + 15 + 9 runs; exit 3.0-4.0 s after the signal when a compile
 was in progress (the exit waits for it and says so), 0.6-1.0 s otherwise. A Ctrl-C at
 0.5 s, while ``sample_ais`` builds the model's functions (before ``run_annealing``), was
 lost in JAX's ``_xla_gc_callback`` ("Exception ignored in") and the run finished with exit
