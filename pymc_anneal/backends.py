@@ -10,10 +10,23 @@ Randomness is an explicit input and output of every compiled function: callers p
 :class:`numpy.random.Generator` and get the advanced one back, so the same seed gives the
 same draws, and C and Numba give bit-identical results. On JAX, PyTensor converts the
 Generator to a JAX key at each call, so results are reproducible but follow JAX's own stream.
+
+JAX compiles a run's loop in a background thread while the pilot runs
+(:func:`compile_in_background`). A thread still inside XLA's compiler when the interpreter
+shuts down (a run stopped by Ctrl-C, or by any exception, while its compile goes on) would
+be torn down inside C++ code, which aborts the process; such threads are waited for at exit
+instead (:func:`wait_for_background_compiles`; a second Ctrl-C exits at once). Inside a run
+(:func:`interruptible`), a Ctrl-C that Python lost in a garbage-collector callback is raised
+again before the next compiled call.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import signal
+import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,8 +36,9 @@ import pytensor
 from pymc_anneal.validation import check_backend
 
 __all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "CompiledFunction", "compile_function",
-           "compile_loop", "compile_one_off", "default_backend", "python_mode",
-           "static_loop_length"]
+           "compile_in_background", "compile_loop", "compile_one_off", "default_backend",
+           "interruptible", "python_mode", "raise_if_interrupted", "static_loop_length",
+           "wait_for_background_compiles"]
 
 BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
 """The PyTensor mode each backend compiles to (the names of
@@ -66,6 +80,7 @@ class CompiledFunction:
             precompile(*args)
 
     def __call__(self, *args):
+        raise_if_interrupted()
         if self.backend != "jax":
             return self.function(*args)
         from pytensor.link.jax.dispatch import jax_typify
@@ -159,6 +174,160 @@ interleaved calls each, 2026-11-24) the option changed compile and sampling time
 than the calls' spread (+-5%)."""
 
 
+_BACKGROUND: list[threading.Event] = []  # one per compile started and not yet waited for
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def compile_in_background(compile_: Callable[[], object]) -> threading.Event:
+    """Run ``compile_`` (an XLA compile) in a daemon thread; return an event set when it
+    has returned (or failed: its exception is then printed, and the call that needed the
+    compile compiles again and raises it).
+
+    Wait on the event, never ``join`` the thread: on Python 3.12 a ``join`` interrupted by
+    Ctrl-C marks a thread that still runs as stopped (``is_alive()`` is then False). The
+    thread is a daemon, so that it never keeps a process alive, and registered, so that
+    :func:`wait_for_background_compiles` waits for it when the interpreter exits: a thread
+    still inside XLA's C++ compiler at interpreter shutdown is torn down there ("FATAL:
+    exception not rethrown" or "terminate called after throwing an instance of ''", then
+    SIGABRT).
+    """
+    done = threading.Event()
+
+    def run():
+        try:
+            compile_()
+        finally:
+            done.set()
+
+    with _BACKGROUND_LOCK:
+        if not _BACKGROUND:
+            atexit.register(_wait_at_exit)  # once; unregistered by the wait
+        _BACKGROUND[:] = [*(d for d in _BACKGROUND if not d.is_set()), done]
+    threading.Thread(target=run, name="pymc_anneal-compile", daemon=True).start()
+    return done
+
+
+def wait_for_background_compiles() -> float:
+    """Wait until every compile of :func:`compile_in_background` has returned; return the
+    seconds waited.
+
+    Registered with :mod:`atexit` while a compile may run, so that a process stopped by
+    Ctrl-C (or by any exception) during a run exits cleanly once the compile in progress
+    ends (at most the loop's compile time) instead of aborting inside XLA. In the main
+    thread, a Ctrl-C during the wait ends the process at once with exit code 130
+    (``os._exit``: no interpreter teardown, so nothing is torn down inside XLA); the previous
+    handler is restored after the wait.
+    """
+    import time
+
+    with _BACKGROUND_LOCK:
+        pending = [d for d in _BACKGROUND if not d.is_set()]
+        _BACKGROUND.clear()
+        atexit.unregister(_wait_at_exit)
+    start = time.perf_counter()
+    if not pending:
+        return 0.0
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _exit_now) if main else None
+    try:
+        for done in pending:
+            done.wait()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return time.perf_counter() - start
+
+
+def _wait_at_exit() -> None:
+    """:func:`wait_for_background_compiles`, saying why the exit waits."""
+    if any(not done.is_set() for done in _BACKGROUND):
+        print("pymc_anneal: waiting for a JAX compile in progress to finish before exiting "
+              "(Ctrl-C again: exit at once)", file=sys.stderr, flush=True)
+    wait_for_background_compiles()
+
+
+def _exit_now(signum, frame):
+    """SIGINT while the exit waits for a compile: end the process now, as a shell reports
+    a process stopped by Ctrl-C (128 + SIGINT)."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(128 + signal.SIGINT)
+
+
+class _Interrupts:
+    """What :func:`interruptible` knows: whether a run is in it, and whether a Ctrl-C
+    came during that run."""
+
+    active = False
+    pending = False
+
+
+def _on_interrupt(signum, frame):
+    """SIGINT during a run: remember it, then raise as Python's default handler does."""
+    _Interrupts.pending = True
+    raise KeyboardInterrupt
+
+
+def _lost_interrupts(hook):
+    """``sys.unraisablehook`` during a run: a KeyboardInterrupt that Python could not raise
+    (inside a garbage-collector callback, ``__del__`` or weakref callback) is remembered
+    instead of printed; anything else goes to ``hook``, the hook that was there."""
+
+    def unraisable(info):
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            _Interrupts.pending = True
+        else:
+            hook(info)
+
+    return unraisable
+
+
+def raise_if_interrupted() -> None:
+    """Raise KeyboardInterrupt if a Ctrl-C came during the run of :func:`interruptible`
+    and was lost (called before every compiled call, so at the latest at the next chunk)."""
+    if _Interrupts.pending and threading.current_thread() is threading.main_thread():
+        raise KeyboardInterrupt("Ctrl-C during the run (raised again at the next chunk: "
+                                "the first was lost inside a garbage-collector callback)")
+
+
+@contextlib.contextmanager
+def interruptible():
+    """Make Ctrl-C stop a run, however late it comes: a context manager (and decorator).
+
+    Python raises KeyboardInterrupt wherever the main thread is when it handles SIGINT; one
+    raised inside a garbage-collector callback (JAX's ``_xla_gc_callback``), a ``__del__`` or
+    a weakref callback is printed as "Exception ignored in" and lost, and the run went on to
+    exit with code 0. Inside this context a Ctrl-C is remembered (by the SIGINT handler,
+    where it is Python's default one, and by ``sys.unraisablehook``), and while it is,
+    :func:`raise_if_interrupted` (before every compiled call) raises KeyboardInterrupt
+    again, and so does the context's exit if the body returned anyway. Both hooks are
+    restored afterwards; nested contexts, and other threads, only run the body.
+
+    A SIGINT that is ignored stays ignored: POSIX shells start the jobs of a
+    non-interactive shell (``cmd &`` in a script) with SIGINT ignored, and ``kill -INT``
+    then does nothing to them; send SIGTERM, or start the job from an interactive shell.
+    """
+    if _Interrupts.active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = sys.unraisablehook
+    own_handler = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    _Interrupts.active, _Interrupts.pending = True, False
+    sys.unraisablehook = _lost_interrupts(previous)
+    if own_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
+    try:
+        yield
+        raise_if_interrupted()
+    finally:
+        if own_handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = previous
+        _Interrupts.active = _Interrupts.pending = False
+
+
 def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
     """``jax.lax.scan`` over the step graph, jit-compiled (see :func:`compile_loop`)."""
     import jax
@@ -192,7 +361,7 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         return key, final, per_step
 
     jitted = jax.jit(loop, compiler_options=XLA_OPTIONS)
-    compiling: dict = {}  # shapes -> the thread compiling the loop for them
+    compiling: dict = {}  # shapes -> the event set when the loop's compile for them is done
 
     def signature(args):
         return tuple((np.shape(a), np.result_type(a).str) for a in args)
@@ -202,8 +371,6 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         (the arguments of a call, after the RNG state), while the caller goes on (e.g. runs
         the tuning pilot on other shapes): a later call with such shapes then finds it
         compiled."""
-        import threading
-
         args = (*args, *(v.get_value(borrow=True) for v in shared))
         if signature(args) in compiling:
             return compiling[signature(args)]
@@ -213,10 +380,8 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         lowered = jitted.trace(key, tuple(specs[:num_seq]),
                                tuple(specs[num_seq:num_seq + num_carry]),
                                tuple(specs[num_seq + num_carry:])).lower()
-        thread = threading.Thread(target=lowered.compile, daemon=True)
-        thread.start()
-        compiling[signature(args)] = thread
-        return thread
+        compiling[signature(args)] = compile_in_background(lowered.compile)
+        return compiling[signature(args)]
 
     def call(rng_state, *args):  # rng_state: a JAX RNG state (CompiledFunction converts)
         key = _rbg_key(rng_state["jax_state"])
@@ -224,9 +389,9 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         initial = args[num_seq:num_seq + num_carry]
         fixed = (*args[num_seq + num_carry:], *(v.get_value(borrow=True) for v in shared))
         if compiling:  # wait for a background compile of these shapes instead of repeating it
-            thread = compiling.pop(signature((*stacked, *initial, *fixed)), None)
-            if thread is not None:
-                thread.join()
+            done = compiling.pop(signature((*stacked, *initial, *fixed)), None)
+            if done is not None:
+                done.wait()
         key, final, per_step = jitted(key, stacked, initial, fixed)
         return [{"jax_state": key}, *(np.asarray(x) for x in (*final, *per_step))]
 

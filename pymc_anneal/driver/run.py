@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from pymc_anneal.backends import interruptible
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.checkpoint import Checkpoint, Stage
 from pymc_anneal.driver.memory import check_run_memory
@@ -89,6 +90,7 @@ def _chunks(num_steps: int, num_chunks: int, multiple: int | None = None) -> np.
     return np.unique(np.minimum(edges, num_steps))
 
 
+@interruptible()  # Ctrl-C stops the run, even when Python would lose it
 def run_annealing(
     path,
     *,
