@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
+from pymc_anneal.backends import interruptible
 from pymc_anneal.diagnostics import weight_warnings
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
@@ -32,6 +33,7 @@ from pymc_anneal.validation import (
 __all__ = ["batched_ais"]
 
 
+@interruptible()  # Ctrl-C stops the call, even when Python would lose it
 def batched_ais(
     model,
     data,

@@ -15,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_anneal._digest import attribute_content, fingerprint
+from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
@@ -26,6 +27,7 @@ from pymc_anneal.validation import check_count, check_data_rows, check_random_se
 __all__ = ["ais"]
 
 
+@interruptible()  # Ctrl-C stops the call, even when Python would lose it
 def ais(
     model,
     *,

@@ -47,6 +47,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
+from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
@@ -87,6 +88,7 @@ def _test_data(model, data) -> np.ndarray:
     return test
 
 
+@interruptible()  # Ctrl-C stops the call, even when Python would lose it
 def reverse_ais(
     model,
     data,
@@ -415,6 +417,7 @@ def sandwich_verdict(ais: float, ais_se: float, raise_: float, raise_se: float,
             "nats. Increase draws (and ais_draws).")
 
 
+@interruptible()  # Ctrl-C stops the call, even when Python would lose it
 def sandwich(
     model,
     data,

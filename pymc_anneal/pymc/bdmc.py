@@ -67,6 +67,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from pytensor.graph.replace import graph_replace
 
+from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
@@ -181,6 +182,7 @@ def _simulator(model: pm.Model) -> _Simulator:
     return cached
 
 
+@interruptible()  # Ctrl-C stops the call, even when Python would lose it
 def bdmc(
     model: pm.Model | None = None,
     *,

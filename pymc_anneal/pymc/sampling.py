@@ -14,7 +14,7 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from pymc_anneal._digest import fingerprint
-from pymc_anneal.backends import compile_one_off
+from pymc_anneal.backends import compile_one_off, interruptible
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
 from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
@@ -57,6 +57,7 @@ inefficiency is 2.3-6.7 and the realized one 1.0-1.6 times that, so runs land at
 35-50%, the linear-model exception at the rerun line."""
 
 
+@interruptible()  # Ctrl-C stops the call, even when Python would lose it
 def sample_ais(
     draws: int = 1000,
     *,
