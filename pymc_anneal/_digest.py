@@ -15,7 +15,7 @@ def attribute_content(obj) -> list:
     """An object's class and its attributes that are arrays, numbers, strings or tuples
     (weights, biases, sizes), by name: the content of a model defined by its arrays."""
     parts: list = [type(obj).__qualname__]
-    for name, value in sorted(vars(obj).items()):
+    for name, value in sorted(getattr(obj, "__dict__", {}).items()):
         if isinstance(value, np.ndarray | np.generic | int | float | str | bool | tuple):
             parts += [name, value]
     return parts

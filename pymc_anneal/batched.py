@@ -101,7 +101,7 @@ def batched_ais(
         num_steps = check_count("num_steps", num_steps, 1)
     betas = make_schedule(schedule, num_steps)
     options = run_options_from({**locals(), "kernel": kernel or "hais"})
-    ckpt, random_seed = open_checkpoint(checkpoint, model_parts(model), arguments, random_seed)
+    ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     path = model.evidence_path(data)
     points = int(path.parameters["data"].shape[0])

@@ -149,7 +149,7 @@ def ais(
     betas = make_schedule(schedule, num_steps)
     options = run_options_from(locals())
     check_data_rows(data)
-    ckpt, random_seed = open_checkpoint(checkpoint, model_parts(model), arguments, random_seed)
+    ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     moments_rng, rng = rng.spawn(2)
     path, kernel = _annealing_path(model, options.kernel, moments_rng, base=base, data=data,

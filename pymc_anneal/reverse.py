@@ -205,7 +205,7 @@ def reverse_ais(
     test = _test_data(model, data)
     control_variate = check_choice("control_variate", control_variate, ("unit", "fitted"))
     ais_log_z = None if log_z is None else _ais_log_z(log_z)
-    ckpt, random_seed = open_checkpoint(checkpoint, model.content(), {
+    ckpt, random_seed = open_checkpoint(checkpoint, model.content, {
         **arguments, "log_z": ais_log_z}, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     path_rng, rng = rng.spawn(2)

@@ -130,6 +130,8 @@ SAMPLE_AIS = [
         r"no model given and none on the context stack"),
     Row("draws below 2", lambda t: sample_ais(t, draws=1),
         r"draws must be an integer >= 2, got 1\."),
+    Row("a checkpoint that is not a path", lambda t: sample_ais(t, checkpoint=3),
+        r"checkpoint must be a file path \(str or os\.PathLike\), got 3"),
     Row("draws a float", lambda t: sample_ais(t, draws=20.0),
         r"draws must be an integer >= 2, got 20\.0\."),
     Row("draws a bool", lambda t: sample_ais(t, draws=True), r"draws must be .*got True\."),
@@ -214,6 +216,8 @@ AIS = [
     Row("a PyMC model", lambda t: ais(t, t.normal),
         r"ais needs an energy model .*got Model\. For a PyMC model use pymc_anneal\.sample_ais"),
     Row("a model's name", lambda t: ais(t, "rbm"), r"ais needs an energy model .*got str"),
+    Row("a model's name, with a checkpoint", lambda t: ais(t, "rbm", checkpoint="x.ckpt"),
+        r"ais needs an energy model .*got str"),
     Row("draws below 2", lambda t: ais(t, draws=1), r"draws must be an integer >= 2, got 1"),
     Row("no chains", lambda t: ais(t, chains=0), r"chains must be an integer >= 1, got 0"),
     Row("num_steps zero", lambda t: ais(t, num_steps=0), r"num_steps must be an integer >= 1"),
@@ -469,6 +473,22 @@ EVIDENCE_STRENGTH = [
 ]
 
 
+MERGE = [  # more in tests/test_merge.py::test_merge_refuses_what_cannot_be_pooled
+    Row("a single result", lambda t: pa.merge(t.posterior_only),
+        r"merge takes a list of results \(xarray\.DataTree\), got DataTree"),
+    Row("an empty list", lambda t: pa.merge([]), r"merge got an empty list"),
+    Row("an estimate", lambda t: pa.merge([t.estimate]),
+        r"merge pools the particles of AIS runs .* result 0 is EvidenceEstimate"),
+    Row("an MCMC result", lambda t: pa.merge([t.posterior_only]),
+        r"result 0 is a DataTree with method=None, groups \['posterior'\]"),
+]
+
+
+@pytest.mark.parametrize("row", table(MERGE))
+def test_merge(row, t):
+    check(row, t)
+
+
 @pytest.mark.parametrize("row", table(EVIDENCE_STRENGTH))
 def test_evidence_strength(row, t):
     check(row, t)
@@ -634,7 +654,7 @@ def test_every_public_function_has_a_table():
     """A new public function gets a table here (or a reason below why it needs none)."""
     covered = {"sample_ais", "ais", "batched_ais", "reverse_ais", "sandwich", "bdmc",
                "log_evidence", "EvidenceEstimate", "bayes_factor", "compare",
-               "evidence_strength", "energy", "HMCKernel"}
+               "evidence_strength", "energy", "HMCKernel", "merge"}
     no_inputs = {"AnnealingError", "AnnealingWarning", "BayesFactor", "__version__",
                  "kernels", "plots"}  # exceptions, a result, modules (tested beside them)
     assert set(pa.__all__) - covered - no_inputs == set()

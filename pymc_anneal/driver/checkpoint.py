@@ -300,11 +300,12 @@ SKIPPED_ARGUMENTS = ("model", "checkpoint", "progressbar", "random_seed", "idata
 """Arguments that do not change the numbers (or, the seed, are checked on their own)."""
 
 
-def open_checkpoint(path, model_parts: list, arguments: dict,
+def open_checkpoint(path, model_parts, arguments: dict,
                     random_seed) -> tuple[Checkpoint | None, object]:
     """An entry point's checkpoint (None without ``path``) and the seed to run with.
 
-    ``model_parts`` describe the model and its data (``model_content``), ``arguments`` are
+    ``model_parts()`` describes the model and its data (``model_content``; called only with
+    a ``path``, so that a bad model still gets its own error), ``arguments`` are
     the call's arguments (``locals()`` at its start; those in :data:`SKIPPED_ARGUMENTS` are
     left out): their :func:`~pymc_anneal._digest.fingerprint` must match the file's."""
     if path is None:
@@ -314,5 +315,5 @@ def open_checkpoint(path, model_parts: list, arguments: dict,
             f"checkpoint must be a file path (str or os.PathLike), got {path!r}: e.g. "
             "checkpoint='run.ckpt'.")
     settings = {k: v for k, v in arguments.items() if k not in SKIPPED_ARGUMENTS}
-    checkpoint = Checkpoint(path, fingerprint([*model_parts, settings]), random_seed)
+    checkpoint = Checkpoint(path, fingerprint([*model_parts(), settings]), random_seed)
     return checkpoint, checkpoint.seed

@@ -249,7 +249,7 @@ def sample_ais(
     discrete = check_choice("discrete", discrete, DISCRETE_ROUTES)
     log_likelihood = check_idata_kwargs(idata_kwargs).get("log_likelihood", False)
     mp = model_path(model, discrete)
-    ckpt, random_seed = open_checkpoint(checkpoint, model_content(model), arguments,
+    ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_content(model), arguments,
                                         random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     if mp.path is None:
