@@ -11,8 +11,6 @@ kernel's tuned step sizes are shared by all points (one pilot over all of them).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import xarray as xr
 
@@ -21,7 +19,7 @@ from pymc_anneal.diagnostics import weight_warnings
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
 from pymc_anneal.partition import model_fingerprint, model_parts
 from pymc_anneal.schedules import make_schedule
@@ -139,9 +137,8 @@ def _check_weights(log_w: np.ndarray) -> None:
     points = log_w.shape[0]
     flagged = [n for n in range(points) if weight_warnings(log_w[n])]
     if flagged:
-        warnings.warn(
+        warn(
             f"{len(flagged)} of {points} points have unreliable estimates (low weight ESS, a "
             f"heavy tail or chains that disagree; points {flagged[:10]}"
             f"{'...' if len(flagged) > 10 else ''}): their log-likelihoods are likely too low "
-            "and their standard errors too small. Increase num_steps.",
-            AnnealingWarning, stacklevel=3)
+            "and their standard errors too small. Increase num_steps.")

@@ -52,12 +52,10 @@ with the line at 1/2 and 85.7% at 0.7, and the silent misses are 9.2% against 10
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from pymc_anneal.estimators import estimate_log_z, log_mean_exp, pareto_k
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.exceptions import AnnealingError, warn
 
 __all__ = [
     "CHAIN_DISAGREEMENT",
@@ -139,8 +137,7 @@ def weight_warnings(log_w: np.ndarray) -> list[str]:
     return messages
 
 
-def check_weights(log_w: np.ndarray, stacklevel: int = 3,
-                  zero_weight_message: str | None = None) -> None:
+def check_weights(log_w: np.ndarray, zero_weight_message: str | None = None) -> None:
     """Error when every weight is zero; :class:`AnnealingWarning` for each of
     :func:`weight_warnings`' findings (low ESS, a heavy tail, chains that disagree)."""
     if not np.any(np.isfinite(log_w)):
@@ -150,7 +147,7 @@ def check_weights(log_w: np.ndarray, stacklevel: int = 3,
             "priors put mass where the data are possible."
         ))
     for message in weight_warnings(log_w):
-        warnings.warn(message, AnnealingWarning, stacklevel=stacklevel)
+        warn(message)
 
 
 def second_opinion_message(log_w: np.ndarray, reference_log_w: np.ndarray, *, what: str,

@@ -9,8 +9,6 @@ space (:meth:`pymc_anneal.paths.Path.to_model`).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import xarray as xr
 
@@ -18,7 +16,7 @@ from pymc_anneal._digest import attribute_content, fingerprint
 from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
 from pymc_anneal.pymc.sampling import check_run_weights
 from pymc_anneal.schedules import make_schedule
@@ -155,7 +153,7 @@ def ais(
     path, kernel = _annealing_path(model, options.kernel, moments_rng, base=base, data=data,
                                    moments=moments, base_mean=base_mean, base_scale=base_scale)
     if path.info.get("weight_caveat"):  # known before any draw: the base cannot be trusted
-        warnings.warn(path.info["weight_caveat"], AnnealingWarning, stacklevel=2)
+        warn(path.info["weight_caveat"])
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            options=options.replace(kernel=kernel), checkpoint=ckpt)
     check_run_weights(path, result, subject="log f",

@@ -51,7 +51,7 @@ from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning, warn
 from pymc_anneal.io import (
     path_attrs,
     point_estimates_tree,
@@ -295,13 +295,12 @@ def _bracket(ais_mean: float, ais_se: float, mean: float, mean_se: float,
     is inverted."""
     bracket = bracket_kind(ais_mean, ais_se, mean, mean_se)
     if bracket == "inverted":
-        warnings.warn(
+        warn(
             f"RAISE's average test log-likelihood, {mean:.3f} +/- "
             f"{mean_se:.3f}, lies above the AIS-implied value {ais_mean:.3f} +/- "
             f"{ais_se:.3f} beyond the errors (K={num_steps}): RAISE errs low for "
             "the annealing model, so at this K the annealing model over-rates the test "
-            "data and the estimate cannot be trusted. Increase num_steps.",
-            AnnealingWarning, stacklevel=3)
+            "data and the estimate cannot be trusted. Increase num_steps.")
     return bracket
 
 

@@ -31,7 +31,6 @@ import contextlib
 import itertools
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +44,7 @@ from pymc_anneal.driver.options import RunOptions
 from pymc_anneal.driver.scan import CompiledLoop
 from pymc_anneal.driver.tuning import Pilot, auto_miss_message, needs_pilot, step_arrays, tune
 from pymc_anneal.estimators import effective_sample_size
-from pymc_anneal.exceptions import AnnealingWarning
+from pymc_anneal.exceptions import warn
 from pymc_anneal.kernels import Kernel, resolve_kernel
 from pymc_anneal.validation import (
     check_backend,
@@ -166,8 +165,8 @@ def run_annealing(
     if realized is not None:
         message = auto_miss_message(run.num_steps, realized, tuning.auto_variance,
                                     plan.num_particles, draws)
-        if message:  # stacklevel: the caller of sample_ais, the one caller that sizes runs
-            warnings.warn(message, AnnealingWarning, stacklevel=3)
+        if message:
+            warn(message)
     auto = None if length is None else {
         "thermodynamic_length": length, "auto_variance": tuning.auto_variance,
         "inefficiency": pilot.inefficiency, "auto_reruns": reruns,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-import warnings
 import weakref
 
 import numpy as np
@@ -18,7 +17,7 @@ from pymc_anneal.backends import compile_one_off, interruptible
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
 from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
-from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
+from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
@@ -355,7 +354,7 @@ def _second_opinion(log_w: np.ndarray, fit_log_w: np.ndarray, fit_steps: int) ->
         reference=f"the run from the prior that fitted it ({fit_steps} temperatures)",
         fix='Use base="prior" for this model (the default), or raise num_steps.')
     if message:
-        warnings.warn(message, AnnealingWarning, stacklevel=3)
+        warn(message)
 
 
 def _name_discrete_acceptance(result: AnnealingRun, value_slices) -> None:
@@ -421,7 +420,7 @@ def nan_log_density(path, positions, log_weights) -> np.ndarray:
 
 
 def check_run_weights(path, result: AnnealingRun, *, subject: str = "the log-likelihood",
-                      fix: str | None = None, stacklevel: int = 3) -> None:
+                      fix: str | None = None) -> None:
     """A finished forward run's weight checks, in order: a NaN log density at some
     particles (:func:`nan_log_density`; :class:`AnnealingWarning` with their fraction),
     chains whose particles all have zero weight (an error,
@@ -437,9 +436,6 @@ def check_run_weights(path, result: AnnealingRun, *, subject: str = "the log-lik
         What is ``-inf`` or NaN at a zero weight, for the messages.
     fix : str, optional
         What to do about zero weights, for the messages.
-    stacklevel : int, default 3
-        Of the warnings, as for :func:`warnings.warn` called here (3: the caller of this
-        function's caller).
     """
     log_w = np.asarray(result.log_weights, dtype=np.float64)
     nan = nan_log_density(path, result.positions, log_w)
@@ -462,8 +458,8 @@ def check_run_weights(path, result: AnnealingRun, *, subject: str = "the log-lik
         "Increase draws so that every chain has particles where it is finite (a particle "
         f"whose base draw has zero weight keeps it). {fix}{note}"))
     if nan.any():
-        warnings.warn(note.strip(), AnnealingWarning, stacklevel=stacklevel)
-    check_weights(log_w, stacklevel=stacklevel + 1)
+        warn(note.strip())
+    check_weights(log_w)
 
 
 def _annealed_discrete(mp) -> list[str]:

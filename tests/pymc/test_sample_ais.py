@@ -260,7 +260,7 @@ def test_low_ess_warns_with_our_warning_class():
     log_w = np.zeros((2, 100))
     log_w[:, 0] = 50.0  # one particle per chain dominates: ESS 2 of 200, chains agree
     with pytest.warns(pa.AnnealingWarning, match=r"weight ESS is 2.0 of 200 particles.*num_steps"):
-        _check_weights(log_w, stacklevel=2)
+        _check_weights(log_w)
     _check_weights(np.zeros((2, 100)))  # equal weights: no warning (warnings are errors here)
 
 
@@ -272,7 +272,7 @@ def test_disagreeing_chains_warn():
     _check_weights(log_w)  # consistent chains: no warning (warnings are errors here)
     log_w[0] += 1.0  # one chain is off by a nat
     with pytest.warns(pa.AnnealingWarning, match="the chains disagree.*Increase num_steps"):
-        _check_weights(log_w, stacklevel=2)
+        _check_weights(log_w)
 
 
 # --------------------------------------------------------------------------- model space
