@@ -87,11 +87,11 @@ def _interrupt_after(monkeypatch, saves: int):
 
 
 @pytest.mark.parametrize(("kind", "backend", "saves", "extra"), [
-    ("sample_ais", "jax", 1, ()),  # right after the pilot
+    pytest.param("sample_ais", "jax", 1, (), marks=pytest.mark.slow),  # after the pilot
     ("sample_ais", "jax", 3, ()),  # mid-run
     ("ais", "jax", 2, ()),  # Gibbs on an RBM (40 steps: two chunks)
-    ("batched_ais", "jax", 3, ()),
-    ("reverse_ais", "jax", 3, ()),  # a backward run
+    pytest.param("batched_ais", "jax", 3, (), marks=pytest.mark.slow),
+    pytest.param("reverse_ais", "jax", 3, (), marks=pytest.mark.slow),  # backward
     pytest.param("sample_ais", "jax", 20, (("num_steps", "auto"), ("base", "gaussian")),
                  marks=pytest.mark.slow, id="auto-gaussian"),  # in the second stage
     pytest.param("sample_ais", "numba", 6, (), marks=pytest.mark.slow),
@@ -127,8 +127,8 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("saves", [4, pytest.param(1, marks=pytest.mark.slow),
-                                   pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.slow  # subprocesses: the slow suite
+@pytest.mark.parametrize("saves", [1, 4, 6])
 def test_sigkill_at_a_chunk_boundary_then_resume_is_bit_identical(saves, tmp_path):
     path = tmp_path / "run.ckpt"
     child = subprocess.run(
@@ -151,6 +151,7 @@ def test_a_finished_checkpoint_returns_its_result_without_running(tmp_path, monk
     _assert_same(_call("sample_ais", checkpoint=path), first)
 
 
+@pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_without_a_seed_the_first_call_stores_one(tmp_path, monkeypatch):
     path = tmp_path / "run.ckpt"
     restore = _interrupt_after(monkeypatch, 6)
@@ -198,7 +199,8 @@ def _damage(path, how):
         path.write_text("hello")
 
 
-@pytest.mark.parametrize("how", ["truncated", "flipped", "foreign"])
+@pytest.mark.parametrize("how", ["flipped", *(pytest.param(h, marks=pytest.mark.slow)
+                                              for h in ("truncated", "foreign"))])
 def test_a_damaged_checkpoint_is_refused(how, tmp_path, monkeypatch):
     path = tmp_path / "run.ckpt"
     restore = _interrupt_after(monkeypatch, 4)
@@ -210,6 +212,7 @@ def test_a_damaged_checkpoint_is_refused(how, tmp_path, monkeypatch):
         _call("sample_ais", checkpoint=path)
 
 
+@pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_a_checkpoint_with_a_changed_header_fails_its_checksum(tmp_path, monkeypatch):
     """The digest covers the header too: another step count written into it is caught."""
     path = tmp_path / "run.ckpt"
@@ -229,10 +232,11 @@ def test_a_checkpoint_with_a_changed_header_fails_its_checksum(tmp_path, monkeyp
 
 @pytest.mark.parametrize(("change", "match"), [
     ({"num_steps": 120}, "other settings"),
-    ({"chains": 3}, "other settings"),
-    ({"model": "other data"}, "other data"),
-    ({"random_seed": 4}, r"random_seed=3, and this call gives random_seed=4"),
-    ({"checkpoint": 3}, "checkpoint must be a file path"),
+    *(pytest.param(*row, marks=pytest.mark.slow) for row in [
+        ({"chains": 3}, "other settings"),
+        ({"model": "other data"}, "other data"),
+        ({"random_seed": 4}, r"random_seed=3, and this call gives random_seed=4"),
+        ({"checkpoint": 3}, "checkpoint must be a file path")]),
 ])
 def test_resuming_another_call_is_refused(change, match, tmp_path, monkeypatch):
     path = tmp_path / "run.ckpt"

@@ -198,6 +198,7 @@ def test_the_wait_at_exit_returns_after_every_background_compile():
     assert wait_for_background_compiles() == 0.0
 
 
+@pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_ctrl_c_during_a_background_compile_waits_for_it_at_exit():
     """SIGINT as XLA starts compiling (the main thread tracing or waiting for it): the
     process raises KeyboardInterrupt and exits once the compile has returned, where it

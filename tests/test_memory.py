@@ -108,6 +108,7 @@ def test_memory_limit_variable_must_be_a_size(monkeypatch):
         memory.available_memory()
 
 
+@pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_step_statistics_are_per_chain_never_per_particle():
     """Every per-step statistic of a run is (chain, step) [and a parameter's dimension]:
     nothing is stored per particle and step."""

@@ -73,6 +73,7 @@ def test_merged_halves_are_the_whole_run(kind):
         assert pa.log_evidence(merged) == pa.log_evidence(whole)
 
 
+@pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_merge_of_seeded_runs_is_the_pooled_estimate_and_covers_the_truth():
     """Two seeded runs of the conjugate normal-mean model: the merged estimate is the
     log-sum-exp of their weights over their number (to rounding), its error is that of the
@@ -94,6 +95,7 @@ def test_merge_of_seeded_runs_is_the_pooled_estimate_and_covers_the_truth():
     assert merged.attrs["random_seed"] == "[3, 4]"
 
 
+@pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_merge_reads_results_from_disk(tmp_path):
     runs = [_run("ais", seed=s, chains=2) for s in (1, 2)]
     paths = [tmp_path / f"{i}.nc" for i in range(2)]
@@ -159,7 +161,12 @@ def _short_schedule():
                              **QUIET)
 
 
-@pytest.mark.parametrize("case", sorted(BAD))
+FAST_BAD = ("not a list", "empty", "raise", "no fingerprint", "other schedule")
+"""The refusals of the fast subset; the others compile loops of their own (slow suite)."""
+
+
+@pytest.mark.parametrize("case", [c if c in FAST_BAD else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in sorted(BAD)])
 def test_merge_refuses_what_cannot_be_pooled(case):
     make, match = BAD[case]
     with pytest.raises(pa.AnnealingError, match=match):
@@ -194,6 +201,7 @@ def test_fingerprint_follows_the_model_and_its_data_not_object_ids():
     assert fingerprint(square.content()) != fingerprint(quartic.content())
 
 
+@pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_fingerprint_is_the_same_in_another_process():
     """Results from other processes (or machines) merge: no address enters the digest (a
     PyMC graph holds object-dtype constants, whose bytes are pointers)."""
