@@ -86,6 +86,16 @@ def _interrupt_after(monkeypatch, saves: int):
     return lambda: monkeypatch.setattr(ckpt_module.Checkpoint, "save", original)
 
 
+def _stopped_run(tmp_path, monkeypatch, saves: int) -> Path:
+    """The checkpoint of a ``sample_ais`` call stopped by Ctrl-C after ``saves`` writes."""
+    path = tmp_path / "run.ckpt"
+    restore = _interrupt_after(monkeypatch, saves)
+    with pytest.raises(KeyboardInterrupt):
+        _call("sample_ais", checkpoint=path)
+    restore()
+    return path
+
+
 @pytest.mark.parametrize(("kind", "backend", "saves", "extra"), [
     pytest.param("sample_ais", "jax", 1, (), marks=pytest.mark.slow),  # after the pilot
     ("sample_ais", "jax", 3, ()),  # mid-run
@@ -170,11 +180,7 @@ def _header(path) -> str:
 
 
 def test_a_crash_while_writing_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
-    path = tmp_path / "run.ckpt"
-    restore = _interrupt_after(monkeypatch, 5)
-    with pytest.raises(KeyboardInterrupt):
-        _call("sample_ais", checkpoint=path)
-    restore()
+    path = _stopped_run(tmp_path, monkeypatch, 5)
     good = path.read_bytes()
 
     def crash(*args):
@@ -202,11 +208,7 @@ def _damage(path, how):
 @pytest.mark.parametrize("how", ["flipped", *(pytest.param(h, marks=pytest.mark.slow)
                                               for h in ("truncated", "foreign"))])
 def test_a_damaged_checkpoint_is_refused(how, tmp_path, monkeypatch):
-    path = tmp_path / "run.ckpt"
-    restore = _interrupt_after(monkeypatch, 4)
-    with pytest.raises(KeyboardInterrupt):
-        _call("sample_ais", checkpoint=path)
-    restore()
+    path = _stopped_run(tmp_path, monkeypatch, 4)
     _damage(path, how)
     with pytest.raises(pa.AnnealingError, match=r"run.ckpt is damaged: .*Delete it"):
         _call("sample_ais", checkpoint=path)
@@ -215,11 +217,7 @@ def test_a_damaged_checkpoint_is_refused(how, tmp_path, monkeypatch):
 @pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_a_checkpoint_with_a_changed_header_fails_its_checksum(tmp_path, monkeypatch):
     """The digest covers the header too: another step count written into it is caught."""
-    path = tmp_path / "run.ckpt"
-    restore = _interrupt_after(monkeypatch, 4)
-    with pytest.raises(KeyboardInterrupt):
-        _call("sample_ais", checkpoint=path)
-    restore()
+    path = _stopped_run(tmp_path, monkeypatch, 4)
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
     header = json.loads(arrays.pop("__header__").tobytes().decode())
@@ -239,11 +237,7 @@ def test_a_checkpoint_with_a_changed_header_fails_its_checksum(tmp_path, monkeyp
         ({"checkpoint": 3}, "checkpoint must be a file path")]),
 ])
 def test_resuming_another_call_is_refused(change, match, tmp_path, monkeypatch):
-    path = tmp_path / "run.ckpt"
-    restore = _interrupt_after(monkeypatch, 4)
-    with pytest.raises(KeyboardInterrupt):
-        _call("sample_ais", checkpoint=path)
-    restore()
+    path = _stopped_run(tmp_path, monkeypatch, 4)
     kw = {"checkpoint": path, **change}
     if kw.pop("model", None):
         with pytest.raises(pa.AnnealingError, match=match):
