@@ -270,7 +270,8 @@ class Stage:
 
     def save_pass(self, pass_index: int, betas, values: dict, state: dict, log_w, stats: dict,
                   rng, done_steps: int, realized=None) -> None:
-        """Write pass ``pass_index``'s state after ``done_steps`` of its steps."""
+        """Write pass ``pass_index``'s state after ``done_steps`` of its steps (``stats``:
+        each statistic's chunks so far; nothing is done without a checkpoint)."""
         if self.checkpoint is None:
             return
         rng_scalars, rng_arrays = rng_to_arrays(rng)
@@ -279,7 +280,7 @@ class Stage:
                        **{f"pass/value/{k}": np.asarray(v) for k, v in values.items()},
                        **{f"state/{k}": np.asarray(v) for k, v in state.items()},
                        "log_w": np.asarray(log_w),
-                       **{f"stats/{k}": np.asarray(v) for k, v in stats.items()},
+                       **{f"stats/{k}": np.concatenate(v, axis=0) for k, v in stats.items()},
                        **{f"rng/{k}": v for k, v in rng_arrays.items()}}
         self.scalars = {**{k: v for k, v in self.scalars.items() if not k.startswith("rng_")},
                         **rng_scalars, "status": "annealing", "pass_index": int(pass_index),

@@ -329,8 +329,7 @@ def _anneal(loop: CompiledLoop | None, path, plan: _Plan, betas: np.ndarray, val
             plan.run_chains, plan.path_parameters)
         for name, value in chunk_stats.items():
             stats.setdefault(name, []).append(value)
-        stage.save_pass(pass_index, betas, values, state, log_w,
-                        {k: np.concatenate(v, axis=0) for k, v in stats.items()}, run_rng, stop)
+        stage.save_pass(pass_index, betas, values, state, log_w, stats, run_rng, stop)
         progress("annealing", stop)
     return _Pass(run_betas, arrays, state, np.asarray(log_w), stats)
 
