@@ -72,6 +72,13 @@ def _assert_same(result, reference):
         assert result[group].to_dataset().equals(reference[group].to_dataset()), group
 
 
+@pytest.fixture(autouse=True)
+def _write_every_chunk(monkeypatch):
+    """Every recorded chunk is written (the default throttles writes by wall time): the
+    tests stop runs at each chunk boundary. Subprocesses inherit it."""
+    monkeypatch.setenv(ckpt_module.INTERVAL_VARIABLE, "0")
+
+
 def _interrupt_after(monkeypatch, saves: int):
     """Ctrl-C right after the ``saves``-th write of the checkpoint (a chunk boundary)."""
     original, count = ckpt_module.Checkpoint.save, {"n": 0}
@@ -172,6 +179,46 @@ def test_without_a_seed_the_first_call_stores_one(tmp_path, monkeypatch):
     assert isinstance(stored, int)
     resumed = _call("sample_ais", checkpoint=path, random_seed=None)
     _assert_same(resumed, _call("sample_ais", random_seed=stored))
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, RuntimeError])
+def test_throttled_writes_still_leave_the_last_chunk_on_disk(interrupt, tmp_path,
+                                                             monkeypatch):
+    """With an hour between writes, a run records every chunk but writes none of them until
+    it stops; stopped by Ctrl-C or any error after the third chunk, the file holds the
+    third chunk's state (flushed on the way out), and resuming from it is exact."""
+    monkeypatch.setenv(ckpt_module.INTERVAL_VARIABLE, "3600")
+    original, writes, recorded = ckpt_module.Checkpoint.save, [], {"n": 0}
+    write = ckpt_module.Checkpoint._write
+
+    def counted_write(self):
+        writes.append(json.loads(json.dumps(self.stages[0]["done_steps"]
+                                            if "done_steps" in self.stages[0] else None)))
+        write(self)
+
+    def save(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        recorded["n"] += 1
+        if recorded["n"] == 4:  # the pilot's record, then three chunks
+            raise interrupt("stop")
+
+    monkeypatch.setattr(ckpt_module.Checkpoint, "_write", counted_write)
+    monkeypatch.setattr(ckpt_module.Checkpoint, "save", save)
+    path = tmp_path / "run.ckpt"
+    with pytest.raises(interrupt, match="stop"):
+        _call("sample_ais", checkpoint=path)
+    assert writes == [96]  # one write, on the way out: three chunks of 32 steps
+    assert json.loads(_header(path))["stages"]["0"]["done_steps"] == 96
+    monkeypatch.undo()
+    _assert_same(_call("sample_ais", checkpoint=path), _reference("sample_ais"))
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_bad_checkpoint_interval_is_refused(value, tmp_path, monkeypatch):
+    monkeypatch.setenv(ckpt_module.INTERVAL_VARIABLE, value)
+    with pytest.raises(pa.AnnealingError, match="PYMC_ANNEAL_CHECKPOINT_INTERVAL must be a "
+                       "number of seconds >= 0, got"):
+        _call("sample_ais", checkpoint=tmp_path / "run.ckpt")
 
 
 def _header(path) -> str:

@@ -23,6 +23,13 @@ altered file is refused, never half-read.
 **Atomic writes**: the new state goes to a temporary file in the same directory, is
 flushed to disk (``fsync``), and replaces the old file with ``os.replace``: a crash while
 writing leaves the last good checkpoint.
+
+**How often**: the state is recorded after every chunk, but written at most once every
+``PYMC_ANNEAL_CHECKPOINT_INTERVAL`` seconds (default 10) and never more often than 19 times
+the last write's duration, so that writing costs at most 5 % of the run (a crash loses at
+most the interval's work; ``0`` writes after every chunk). A call that ends writes its final
+state, and so does one stopped by an exception or Ctrl-C: the last completed chunk is on
+disk when the call returns or raises, whatever the interval.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import json
 import os
 import pathlib
 import tempfile
+import time
 import zipfile
 
 import numpy as np
@@ -41,6 +49,28 @@ from pymc_anneal._digest import fingerprint
 from pymc_anneal.exceptions import AnnealingError
 
 FORMAT = "pymc_anneal-checkpoint-1"
+INTERVAL_VARIABLE = "PYMC_ANNEAL_CHECKPOINT_INTERVAL"
+DEFAULT_INTERVAL = 10.0
+"""Seconds between checkpoint writes, unless :data:`INTERVAL_VARIABLE` says otherwise."""
+MAX_WRITE_SHARE = 0.05
+"""Writes wait at least ``(1 - share) / share`` times the last write's duration."""
+
+
+def write_interval() -> float:
+    """The minimum number of seconds between two writes (``PYMC_ANNEAL_CHECKPOINT_INTERVAL``;
+    0: after every chunk)."""
+    text = os.environ.get(INTERVAL_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_INTERVAL
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also NaN
+        raise AnnealingError(
+            f"{INTERVAL_VARIABLE} must be a number of seconds >= 0, got {text!r}: e.g. "
+            f"{INTERVAL_VARIABLE}=60 (at most one write a minute) or 0 (after every chunk).")
+    return value
 
 
 class Checkpoint:
@@ -64,6 +94,10 @@ class Checkpoint:
         self.fingerprint = fingerprint
         self.stages: dict[int, dict] = {}
         self._calls = 0
+        self.interval = write_interval()
+        self._last_write = time.monotonic()  # a run's first seconds are not written
+        self._write_cost = 0.0
+        self.pending = False  # recorded state not yet on disk
         stored = self._read() if self.path.exists() else None
         if stored is not None:
             header, arrays = stored
@@ -92,14 +126,27 @@ class Checkpoint:
         self._calls += 1
         return index, self.stages.get(index)
 
-    def save(self, index: int, scalars: dict, arrays: dict[str, np.ndarray]) -> None:
-        """Record stage ``index`` (JSON-able ``scalars`` and named ``arrays``) and write the
-        file atomically."""
-        self.stages[index] = {**scalars, "arrays": dict(arrays)}
-        self._write()
+    def save(self, index: int, scalars: dict, arrays: dict[str, np.ndarray],
+             force: bool = False) -> None:
+        """Record stage ``index`` (JSON-able ``scalars`` and named ``arrays``), and write the
+        file atomically if ``force`` or if the last write is long enough ago (see the module
+        docstring); otherwise it is written later (:meth:`flush`)."""
+        # copies (a backend may reuse its output buffers in the next chunk), in one store:
+        # a Ctrl-C leaves the record of either this chunk or the one before, never a mix
+        self.stages[index] = {**scalars, "arrays": {k: np.array(v) for k, v in arrays.items()}}
+        self.pending = True
+        wait = max(self.interval, self._write_cost * (1 - MAX_WRITE_SHARE) / MAX_WRITE_SHARE)
+        if force or self.interval == 0 or time.monotonic() - self._last_write >= wait:
+            self._write()
+
+    def flush(self) -> None:
+        """Write the recorded state if it is not on disk yet."""
+        if self.pending:
+            self._write()
 
     # ------------------------------------------------------------------ the file
     def _write(self) -> None:
+        start = time.monotonic()
         arrays = {f"{i}/{k}": np.asarray(v) for i, stage in self.stages.items()
                   for k, v in stage["arrays"].items()}
         header = {"format": FORMAT, "fingerprint": self.fingerprint, "seed": self.seed,
@@ -120,6 +167,9 @@ class Checkpoint:
         except BaseException:
             pathlib.Path(temporary).unlink(missing_ok=True)
             raise
+        self.pending = False
+        self._last_write = time.monotonic()
+        self._write_cost = self._last_write - start
 
     def _read(self) -> tuple[dict, dict[str, np.ndarray]]:
         try:
@@ -233,9 +283,9 @@ class Stage:
     def _group(self, prefix: str) -> dict[str, np.ndarray]:
         return {k[len(prefix):]: v for k, v in self.arrays.items() if k.startswith(prefix)}
 
-    def _write(self) -> None:
+    def _write(self, force: bool = False) -> None:
         if self.checkpoint is not None:
-            self.checkpoint.save(self.index, self.scalars, self.arrays)
+            self.checkpoint.save(self.index, self.scalars, self.arrays, force=force)
 
     def pilot(self):
         """The stored pilot (:class:`~pymc_anneal.driver.tuning.Pilot`), or None."""
@@ -294,7 +344,7 @@ class Stage:
             return
         self.scalars.update(status="done", realized=None if realized is None
                             else float(realized))
-        self._write()
+        self._write(force=True)
 
 
 SKIPPED_ARGUMENTS = ("model", "checkpoint", "progressbar", "random_seed", "idata_kwargs")

@@ -53,7 +53,7 @@ from pymc_anneal.validation import (
     check_initial_positions,
 )
 
-__all__ = ["DIRECTIONS", "AnnealingRun", "run_annealing"]
+__all__ = ["DIRECTIONS", "AnnealingRun", "check_run", "run_annealing"]
 
 DIRECTIONS = ("forward", "backward")
 
@@ -200,11 +200,16 @@ def _passes(loop, path, plan: _Plan, pilot: Pilot, schedule, rngs, rng, progress
 
 @contextlib.contextmanager
 def _interrupted(checkpoint: Checkpoint | None):
-    """On Ctrl-C, say where the checkpoint stands and how to resume, then stop."""
+    """On an exception, write the last completed chunk's state (writes are throttled); on
+    Ctrl-C, also say where the checkpoint stands and how to resume. Then stop."""
     try:
         yield
-    except KeyboardInterrupt:
-        if checkpoint is not None:
+    except BaseException as error:
+        if checkpoint is None:
+            raise
+        with contextlib.suppress(Exception):  # a failing disk: the error that came first
+            checkpoint.flush()
+        if isinstance(error, KeyboardInterrupt):
             print(f"Interrupted. The checkpoint {checkpoint.path} holds the run up to its last "
                   "completed chunk: call again with the same arguments (and the same "
                   "checkpoint) to resume.", file=sys.stderr)
@@ -241,6 +246,23 @@ def _plan(path, options: RunOptions, direction: str, draws: int, chains: int,
     """Check a run's inputs (its memory too, before anything is allocated) and build its
     kernel."""
     backend = check_backend(options.backend)
+    kernel = check_run(path, options, draws=draws, chains=chains, num_steps=num_steps,
+                       direction=direction)
+    direction = check_choice("direction", direction, DIRECTIONS)
+    check = options.tuning.auto_variance is not None and direction == "forward"
+    initial_positions = check_initial_positions(
+        initial_positions, direction=direction, shape=(draws * chains, path.num_dims),
+        dtype=path.dtype, own_base_draws=check)
+    return _Plan(options, kernel, backend, direction, draws, chains, check, initial_positions,
+                 [path.parameters[k] for k in sorted(path.parameters)], num_chunks)
+
+
+def check_run(path, options: RunOptions, *, draws: int, chains: int, num_steps: int,
+              direction: str = "forward") -> Kernel:
+    """Check that a run of ``path`` fits in memory (and that its kernel and fixed values
+    are valid) before the caller computes or allocates anything for it: an entry point
+    whose run comes after other work (a fitting run, test points repeated per particle)
+    calls it first, so that a run that cannot fit is refused at once. Returns the kernel."""
     direction = check_choice("direction", direction, DIRECTIONS)
     kernel = resolve_kernel(path.default_kernel if options.kernel is None else options.kernel,
                             path, **options.kernel_options)
@@ -248,11 +270,7 @@ def _plan(path, options: RunOptions, direction: str, draws: int, chains: int,
     check = options.tuning.auto_variance is not None and direction == "forward"
     check_run_memory(path, kernel, draws=draws, chains=chains, run_chains=chains + check,
                      num_steps=num_steps)
-    initial_positions = check_initial_positions(
-        initial_positions, direction=direction, shape=(draws * chains, path.num_dims),
-        dtype=path.dtype, own_base_draws=check)
-    return _Plan(options, kernel, backend, direction, draws, chains, check, initial_positions,
-                 [path.parameters[k] for k in sorted(path.parameters)], num_chunks)
+    return kernel
 
 
 def _compile(path, plan: _Plan) -> CompiledLoop:
