@@ -48,7 +48,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_anneal.backends import interruptible
-from pymc_anneal.driver import run_annealing, run_options
+from pymc_anneal.driver import check_run, run_annealing, run_options
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning, warn
@@ -219,6 +219,8 @@ def reverse_ais(
             f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
             f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
     options = options.replace(kernel=kernel)
+    check_run(path, options, draws=draws, chains=test.shape[0],  # before the repeats below
+              num_steps=betas.size - 1 + num_mixing_steps, direction="backward")
     algorithm, initial, offset, rng = _reverse_start(model, path, test, log_f, betas, draws,
                                                      rng, options, ckpt)
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])

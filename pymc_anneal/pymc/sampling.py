@@ -15,8 +15,21 @@ import xarray as xr
 from pymc_anneal._digest import fingerprint
 from pymc_anneal.backends import compile_one_off, interruptible
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
-from pymc_anneal.driver import AnnealingRun, RunOptions, run_annealing, run_options_from
+from pymc_anneal.driver import (
+    AnnealingRun,
+    RunOptions,
+    check_run,
+    run_annealing,
+    run_options_from,
+)
 from pymc_anneal.driver.checkpoint import open_checkpoint
+from pymc_anneal.driver.memory import (
+    MEMORY_LIMIT_VARIABLE,
+    SPLIT_FRACTION,
+    available_memory,
+    estimate_memory,
+    format_bytes,
+)
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
@@ -257,18 +270,20 @@ def sample_ais(
     annealed = _annealed_discrete(mp)
     if annealed:
         options = _compound_kernel(options, annealed)
+    # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
+    main_options = options.replace(tuning=dataclasses.replace(
+        options.tuning, auto_variance=_auto_variance(dlogz, draws * chains))) if auto else options
     path, fit_info, fit_time = mp.path, {}, 0.0
     if base == "gaussian":
+        check_run(mp.path, main_options, draws=draws, chains=chains,  # before the fit
+                  num_steps=betas.size - 1)
         t0 = time.perf_counter()
         fit_rng, rng = rng.spawn(2)
         path, fit_info, fit_log_w = _fit_gaussian_base(mp.path, options, schedule, fit_steps,
                                                        fit_draws, fit_rng, ckpt)
         fit_time = time.perf_counter() - t0
-    # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
-    main_tuning = dataclasses.replace(options.tuning, auto_variance=_auto_variance(
-        dlogz, draws * chains)) if auto else options.tuning
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                           options=options.replace(tuning=main_tuning), checkpoint=ckpt)
+                           options=main_options, checkpoint=ckpt)
     check_run_weights(path, result)
     _name_discrete_acceptance(result, mp.value_slices)
     result.positions = path.to_model(result.positions)
@@ -468,11 +483,29 @@ def _annealed_discrete(mp) -> list[str]:
             if dims.intersection(range(sl.start, sl.stop))]
 
 
+def _check_exact_sum_memory(model, draws: int, chains: int) -> None:
+    """Refuse, before they are made, exact posterior draws and weights that cannot fit
+    (the sum itself is over the supports, whatever the number of draws)."""
+    values = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
+    need = estimate_memory(num_particles=draws * chains, num_dims=values, state_bytes=0,
+                           num_steps=0, num_chains=chains, num_statistics=0, fixed=0)
+    available = available_memory()
+    if available is not None and need > available:
+        fit = max(int(SPLIT_FRACTION * available * draws * chains / need), 2)
+        raise AnnealingError(
+            f"the exact sum's {chains} x {draws} posterior draws and weights need about "
+            f"{format_bytes(need)} of memory, but {format_bytes(available)} is available. "
+            "The evidence is summed exactly over the supports, whatever the number of "
+            f"draws: ask for fewer, draws * chains <= {fit} (the environment variable "
+            f"{MEMORY_LIMIT_VARIABLE} overrides the available memory).")
+
+
 def _exact_sum(model, mp, draws, chains, rng, backend, seed_attr) -> xr.DataTree:
     """A model whose free variables are all discrete and summable: the evidence is one
     exact sum, every particle carries it as its weight (standard error 0), and the draws
     come from the exact posterior."""
     t0 = time.perf_counter()
+    _check_exact_sum_memory(model, draws, chains)
     positions = np.zeros((chains, draws, 0))
     log_z = float(mp.exact_log_evidence)
     if np.isnan(log_z):
