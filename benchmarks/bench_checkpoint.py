@@ -60,23 +60,58 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    bench_checkpoint(args.steps, args.repeats)
+
+
+def bench_checkpoint(steps: int = 1000, repeats: int = 3) -> None:
+    """Print, per case, the median call times without and with a checkpoint (at the default
+    interval, and written after every chunk) and the share of the call spent in the
+    checkpoint's code (also called by ``benchmarks/bench_scale.py``)."""
     warnings.simplefilter("ignore")
-    for name, call in _cases(args.steps).items():
-        call()  # compile, warm
-        plain, checked, size = [], [], 0
-        with tempfile.TemporaryDirectory() as tmp:
-            for i in range(args.repeats):
-                t0 = time.perf_counter()
-                call()
-                plain.append(time.perf_counter() - t0)
-                path = Path(tmp) / f"{i}.ckpt"
-                t0 = time.perf_counter()
-                call(checkpoint=path)
-                checked.append(time.perf_counter() - t0)
-                size = path.stat().st_size
-        a, b = statistics.median(plain), statistics.median(checked)
-        print(f"{name}: K = {args.steps}, without {a:.2f} s, with a checkpoint {b:.2f} s, "
-              f"ratio {b / a:.3f}; file {size / 2**20:.1f} MiB")
+    from pymc_anneal.driver.checkpoint import Checkpoint
+
+    spent = {"save": 0.0}
+    save = Checkpoint.save
+
+    def timed_save(self, *a, **kw):  # the time inside the checkpoint's own code
+        t0 = time.perf_counter()
+        save(self, *a, **kw)
+        spent["save"] += time.perf_counter() - t0
+
+    Checkpoint.save = timed_save
+    previous = os.environ.get("PYMC_ANNEAL_CHECKPOINT_INTERVAL")
+    try:
+        for name, call in _cases(steps).items():
+            call()  # compile, warm
+            times: dict[str, list[float]] = {"none": [], "default": [], "every chunk": []}
+            shares: dict[str, list[float]] = {"default": [], "every chunk": []}
+            with tempfile.TemporaryDirectory() as tmp:
+                for i in range(repeats):
+                    for mode, taken in times.items():
+                        os.environ["PYMC_ANNEAL_CHECKPOINT_INTERVAL"] = \
+                            "0" if mode == "every chunk" else ""
+                        kw = {} if mode == "none" else {"checkpoint": Path(tmp) / f"{i}{mode}"}
+                        spent["save"] = 0.0
+                        t0 = time.perf_counter()
+                        call(**kw)
+                        taken.append(time.perf_counter() - t0)
+                        if mode in shares:
+                            shares[mode].append(spent["save"] / taken[-1])
+                size = (Path(tmp) / "0default").stat().st_size
+            a, b, c = (statistics.median(v) for v in times.values())
+            print(f"{name}: K = {steps}, without {a:.2f} s; with a checkpoint {b:.2f} s "
+                  f"(ratio {b / a:.3f}) at the default interval, {c:.2f} s (ratio {c / a:.3f}) "
+                  f"written after every chunk; file {size / 2**20:.1f} MiB")
+            print("  time inside the checkpoint's code (recording, copying, writing) / the "
+                  "call's time (robust to a loaded machine): "
+                  + ", ".join(f"{mode} {100 * statistics.median(v):.1f} %"
+                              for mode, v in shares.items()))
+    finally:
+        Checkpoint.save = save
+        if previous is None:
+            os.environ.pop("PYMC_ANNEAL_CHECKPOINT_INTERVAL", None)
+        else:
+            os.environ["PYMC_ANNEAL_CHECKPOINT_INTERVAL"] = previous
 
 
 if __name__ == "__main__":
