@@ -391,7 +391,8 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
             a = specs[num_seq + i]
             specs[num_seq + i] = jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)
         example = _rbg_key(np.zeros(2, np.uint32))
-        key = jax.ShapeDtypeStruct(example.shape, example.dtype)
+        key = jax.ShapeDtypeStruct(example.shape, example.dtype,
+                                   sharding=shardings and _replicated(shardings))
         lowered = jitted.trace(key, tuple(specs[:num_seq]),
                                tuple(specs[num_seq:num_seq + num_carry]),
                                tuple(specs[num_seq + num_carry:])).lower()
@@ -410,6 +411,7 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         shardings = _particle_shardings(initial)
         if shardings is not None:  # the particles split over devices; the rest replicated
             initial = tuple(jax.device_put(a, s) for a, s in zip(initial, shardings))
+            key = jax.device_put(key, _replicated(shardings))  # as precompile has it
         key, final, per_step = jitted(key, stacked, initial, fixed)
         _log_placement(final[0])
         return [{"jax_state": key}, *(np.asarray(x) for x in (*final, *per_step))]
@@ -459,6 +461,13 @@ def _particle_shardings(carries) -> tuple | None:
         return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, "particles")
 
     return tuple(NamedSharding(mesh, spec(np.shape(c))) for c in carries)
+
+
+def _replicated(shardings):
+    """A whole copy on each device of the mesh of ``shardings`` (of the RNG key)."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    return NamedSharding(shardings[0].mesh, PartitionSpec())
 
 
 _PLACEMENTS: set = set()

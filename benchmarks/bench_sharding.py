@@ -1,0 +1,112 @@
+#!/usr/bin/env python
+"""Benchmark: particle-steps per second of one run on 1 and on 2 JAX CPU devices (issue 25),
+and float32 against float64 for energy models on one device.
+
+Each measurement runs in a fresh process started with
+``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (so both processes see the same two
+devices) and ``PYMC_ANNEAL_JAX_DEVICES`` = 1 or all. A process first makes the call once
+(the compile, the pilot), then again with the same shapes and another seed; the figure is
+``particles x temperatures / sampling time`` of the second call (``attrs["timings"]``: the
+annealing run alone, without the pilot). The runs: ``sample_ais`` on a 10-d Bayesian linear
+regression (50 observations, HMC, 4 x 2,000 particles, K = 256) and ``ais`` on a 64 x 16
+Bernoulli RBM (Gibbs, 4 x 2,000 particles, K = 512); for float32, ``ais`` on the 36-d
+Student-t POE of ``bench_hais.py`` (HMC) and on the RBM, in each dtype.
+
+On a machine with two cores, two CPU devices share them with each other (and with anything
+else running): a ratio near 1 is what that machine can show; it says nothing of two GPUs.
+
+.. code-block:: bash
+
+    .venv/bin/python benchmarks/bench_sharding.py     # 8 processes, about 3-4 minutes
+
+Results (2026-11-26, 2 cores shared with two other processes, JAX 0.12 on CPU)::
+
+    see the report of issue 25 / docs/user_guide/long_runs.md ("Several devices")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = textwrap.dedent("""
+    import json, sys, warnings
+    sys.path.insert(0, {root!r})
+    import numpy as np, pymc_anneal as pa
+    warnings.simplefilter("ignore")
+    kind, dtype = {kind!r}, {dtype!r}
+    rng = np.random.default_rng(0)
+    if kind == "regression":
+        from tests.analytic import linear_regression
+        target, steps = linear_regression(num_features=10, n=50), 256
+        def call(seed):
+            with target.build():
+                return pa.sample_ais(draws=2000, chains=4, num_steps=steps, random_seed=seed,
+                                     progressbar=False)
+    else:
+        if kind == "rbm":
+            model = pa.energy.BernoulliRBM(rng.normal(0, 0.3, (64, 16)), np.zeros(64),
+                                           np.zeros(16), dtype=dtype)
+            steps = 512
+        else:
+            filters = np.linalg.qr(rng.standard_normal((36, 36)))[0] * rng.uniform(.5, 2, 36)
+            model = pa.energy.StudentTPOE(filters, np.linspace(1.2, 3.0, 36), dtype=dtype)
+            steps = 512
+        def call(seed):
+            return pa.ais(model, draws=2000, chains=4, num_steps=steps, random_seed=seed,
+                          progressbar=False)
+    call(1)
+    result = call(2)
+    seconds = json.loads(result.attrs["timings"])["sampling"]
+    print("RESULT", json.dumps({{"rate": 8000 * steps / seconds, "seconds": seconds,
+                                "log_z": pa.log_evidence(result).log_evidence}}))
+""")
+
+
+def measure(kind: str, devices: str, dtype: str = "float64") -> dict:
+    """One run's particle-steps per second in a fresh process (see the module docstring)."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "PYMC_ANNEAL_JAX_DEVICES": devices, "OMP_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), kind=kind,
+                                                             dtype=dtype)],
+                         capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    return json.loads(out.stdout.split("RESULT ", 1)[1])
+
+
+def bench_sharding() -> dict:
+    """Particle-steps per second on 1 and 2 CPU devices for the regression (``sample_ais``)
+    and the RBM Gibbs loop, and their ratios (2 devices / 1), printed and returned."""
+    table = {}
+    for kind in ("regression", "rbm"):
+        one, two = measure(kind, "1"), measure(kind, "all")
+        table[kind] = {"1 device": one["rate"], "2 devices": two["rate"],
+                       "ratio": two["rate"] / one["rate"]}
+        print(f"{kind:>10}: {one['rate']:12,.0f} particle-steps/s on 1 device, "
+              f"{two['rate']:12,.0f} on 2, ratio {two['rate'] / one['rate']:.2f}")
+    return table
+
+
+def bench_float32() -> dict:
+    """Particle-steps per second of float32 over float64 energy models on one CPU device."""
+    table = {}
+    for kind in ("poe", "rbm"):
+        f64, f32 = measure(kind, "1", "float64"), measure(kind, "1", "float32")
+        table[kind] = {"float64": f64["rate"], "float32": f32["rate"],
+                       "ratio": f32["rate"] / f64["rate"],
+                       "log_z": (f64["log_z"], f32["log_z"])}
+        print(f"{kind:>10}: {f64['rate']:12,.0f} particle-steps/s in float64, "
+              f"{f32['rate']:12,.0f} in float32, ratio {f32['rate'] / f64['rate']:.2f} "
+              f"(log Z {f64['log_z']:.3f} / {f32['log_z']:.3f})")
+    return table
+
+
+if __name__ == "__main__":
+    bench_sharding()
+    bench_float32()
