@@ -17,7 +17,7 @@ else running): a ratio near 1 is what that machine can show; it says nothing of 
 
 .. code-block:: bash
 
-    .venv/bin/python benchmarks/bench_sharding.py     # 8 processes, about 3-4 minutes
+    .venv/bin/python benchmarks/bench_sharding.py     # 16 processes, about 8 minutes
 
 Results (2026-11-26, 2 cores shared with two other processes, JAX 0.12 on CPU)::
 
@@ -32,6 +32,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,16 +82,22 @@ def measure(kind: str, devices: str, dtype: str = "float64") -> dict:
     return json.loads(out.stdout.split("RESULT ", 1)[1])
 
 
-def bench_sharding() -> dict:
+def bench_sharding(repeats: int = 3) -> dict:
     """Particle-steps per second on 1 and 2 CPU devices for the regression (``sample_ais``)
-    and the RBM Gibbs loop, and their ratios (2 devices / 1), printed and returned."""
+    and the RBM Gibbs loop, and the ratio of their medians (2 devices / 1), printed and
+    returned. The processes alternate (1, 2, 2, 1, 1, 2, ...), ``repeats`` of each, so that
+    a change of the machine's load shows in the spread rather than in one side."""
     table = {}
     for kind in ("regression", "rbm"):
-        one, two = measure(kind, "1"), measure(kind, "all")
-        table[kind] = {"1 device": one["rate"], "2 devices": two["rate"],
-                       "ratio": two["rate"] / one["rate"]}
-        print(f"{kind:>10}: {one['rate']:12,.0f} particle-steps/s on 1 device, "
-              f"{two['rate']:12,.0f} on 2, ratio {two['rate'] / one['rate']:.2f}")
+        rates: dict[str, list] = {"1": [], "all": []}
+        for r in range(repeats):
+            for devices in (("1", "all") if r % 2 == 0 else ("all", "1")):
+                rates[devices].append(measure(kind, devices)["rate"])
+        one, two = float(np.median(rates["1"])), float(np.median(rates["all"]))
+        table[kind] = {"1 device": rates["1"], "2 devices": rates["all"], "ratio": two / one}
+        print(f"{kind:>10}: {one:12,.0f} particle-steps/s on 1 device, {two:12,.0f} on 2 "
+              f"(medians of {repeats}), ratio {two / one:.2f}; each run's ratio "
+              + " ".join(f"{b / a:.2f}" for a, b in zip(rates["1"], rates["all"])))
     return table
 
 
