@@ -18,6 +18,12 @@ be torn down inside C++ code, which aborts the process; such threads are waited 
 instead (:func:`wait_for_background_compiles`; a second Ctrl-C exits at once). Inside a run
 (:func:`interruptible`), a Ctrl-C that Python lost in a garbage-collector callback is raised
 again before the next compiled call.
+
+With several JAX devices (GPUs, or CPU devices from
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``), a JAX loop splits the particles of
+its carries over them (:data:`DEVICES_VARIABLE`; ``docs/design.md``, "Device sharding"):
+the random draws do not depend on the split, sums over particles may be added in another
+order, so results equal the one-device run's to rounding.
 """
 
 from __future__ import annotations
@@ -452,7 +458,7 @@ def _particle_shardings(carries) -> tuple | None:
     from jax.sharding import NamedSharding, PartitionSpec
 
     devices = _loop_devices()
-    if len(devices) < 2 or np.shape(carries[0])[0] % len(devices):
+    if len(devices) < 2 or not carries or np.shape(carries[0])[0] % len(devices):
         return None
     mesh = _mesh(tuple(devices))
 
