@@ -19,9 +19,18 @@ else running): a ratio near 1 is what that machine can show; it says nothing of 
 
     .venv/bin/python benchmarks/bench_sharding.py     # 16 processes, about 8 minutes
 
-Results (2026-11-26, 2 cores shared with two other processes, JAX 0.12 on CPU)::
+Results (2026-11-26, 2 cores shared with two other sessions, load average 2-7, JAX 0.12 on
+CPU; particle-steps per second, ratio 2 devices / 1). Three runs of the script (the first
+two with one pair per model, the third with three alternating pairs)::
 
-    see the report of issue 25 / docs/user_guide/long_runs.md ("Several devices")
+    regression (HMC, 10-d)  ratios 0.94 | 1.28 | 0.96 0.55 0.95   (1 device: 0.43-0.89 M/s)
+    rbm (Gibbs, 64 x 16)    ratios 2.24 | 1.03 | 0.71 1.80 2.23   (1 device: 0.17-0.70 M/s)
+    float32 / float64, 1 device: POE (HMC, 36-d) 1.20, RBM (Gibbs) 1.50; log Z equal to
+    0.002 (16.285 / 16.285, 60.270 / 60.272)
+
+The load of the machine moved the figures more than the devices did: no speed-up of the
+HMC regression; the Gibbs loop's median 1.8 suggests that one CPU device leaves the second
+core idle there, which two devices use (a guess that a quiet machine would have to confirm).
 """
 
 from __future__ import annotations
