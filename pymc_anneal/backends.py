@@ -18,12 +18,21 @@ be torn down inside C++ code, which aborts the process; such threads are waited 
 instead (:func:`wait_for_background_compiles`; a second Ctrl-C exits at once). Inside a run
 (:func:`interruptible`), a Ctrl-C that Python lost in a garbage-collector callback is raised
 again before the next compiled call.
+
+With several JAX devices (GPUs, or CPU devices from
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``), a JAX loop splits the particles of
+its carries over them (:data:`DEVICES_VARIABLE`; ``docs/design.md``, "Device sharding"):
+the random draws do not depend on the split, sums over particles may be added in another
+order, so results equal the one-device run's to rounding.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
+import logging
+import os
 import signal
 import sys
 import threading
@@ -33,12 +42,20 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor
 
+from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_backend
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "CompiledFunction", "compile_function",
            "compile_in_background", "compile_loop", "compile_one_off", "default_backend",
            "interruptible", "python_mode", "raise_if_interrupted", "static_loop_length",
            "wait_for_background_compiles"]
+
+DEVICES_VARIABLE = "PYMC_ANNEAL_JAX_DEVICES"
+"""The environment variable that sets over how many JAX devices a loop's particles are split:
+``"all"`` (the default: every device of JAX's default backend) or a positive number (the
+first that many; ``"1"``: no sharding). Read at each call of a compiled JAX loop."""
 
 BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
 """The PyTensor mode each backend compiles to (the names of
@@ -374,9 +391,14 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         args = (*args, *(v.get_value(borrow=True) for v in shared))
         if signature(args) in compiling:
             return compiling[signature(args)]
+        shardings = _particle_shardings(args[num_seq:num_seq + num_carry])
         specs = [jax.ShapeDtypeStruct(np.shape(a), np.result_type(a)) for a in args]
+        for i, sharding in enumerate(shardings or ()):
+            a = specs[num_seq + i]
+            specs[num_seq + i] = jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)
         example = _rbg_key(np.zeros(2, np.uint32))
-        key = jax.ShapeDtypeStruct(example.shape, example.dtype)
+        key = jax.ShapeDtypeStruct(example.shape, example.dtype,
+                                   sharding=shardings and _replicated(shardings))
         lowered = jitted.trace(key, tuple(specs[:num_seq]),
                                tuple(specs[num_seq:num_seq + num_carry]),
                                tuple(specs[num_seq + num_carry:])).lower()
@@ -392,11 +414,78 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
             done = compiling.pop(signature((*stacked, *initial, *fixed)), None)
             if done is not None:
                 done.wait()
+        shardings = _particle_shardings(initial)
+        if shardings is not None:  # the particles split over devices; the rest replicated
+            initial = tuple(jax.device_put(a, s) for a, s in zip(initial, shardings))
+            key = jax.device_put(key, _replicated(shardings))  # as precompile has it
         key, final, per_step = jitted(key, stacked, initial, fixed)
+        _log_placement(final[0])
         return [{"jax_state": key}, *(np.asarray(x) for x in (*final, *per_step))]
 
     call.precompile = precompile
     return call
+
+
+def _loop_devices() -> list:
+    """The JAX devices a loop's particles are split over (:data:`DEVICES_VARIABLE`)."""
+    import jax
+
+    setting = os.environ.get(DEVICES_VARIABLE, "all").strip().lower()
+    devices = jax.devices()
+    if setting == "all":
+        return devices
+    count = int(setting) if setting.isdigit() else 0
+    if count < 1:
+        raise AnnealingError(
+            f"{DEVICES_VARIABLE} must be 'all' or a positive number of devices, got "
+            f"{setting!r}. Set it to 'all' (every device), or to '1' to run on one device.")
+    return devices[:count]
+
+
+@functools.cache
+def _mesh(devices: tuple):
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(devices), ("particles",))
+
+
+def _particle_shardings(carries) -> tuple | None:
+    """The placement of a loop's carries: each split over the devices along its first axis
+    whose length they divide (the particles; ``(chains, draws)`` log weights along the
+    chains, or along the draws when the chains do not divide), or replicated; None (one
+    device, no placement) when there is one device or the number of particles (the first
+    axis of the first carry) is not a multiple of the number of devices."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    devices = _loop_devices()
+    if len(devices) < 2 or not carries or np.shape(carries[0])[0] % len(devices):
+        return None
+    mesh = _mesh(tuple(devices))
+
+    def spec(shape):
+        axis = next((i for i, n in enumerate(shape[:2]) if n % len(devices) == 0), None)
+        return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, "particles")
+
+    return tuple(NamedSharding(mesh, spec(np.shape(c))) for c in carries)
+
+
+def _replicated(shardings):
+    """A whole copy on each device of the mesh of ``shardings`` (of the RNG key)."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    return NamedSharding(shardings[0].mesh, PartitionSpec())
+
+
+_PLACEMENTS: set = set()
+
+
+def _log_placement(array) -> None:
+    """Log (DEBUG, once per shape and placement) over how many devices a loop's first carry
+    came back split: the record of what a run did (the tests of sharding read it)."""
+    devices = 1 if array.sharding.is_fully_replicated else len(array.sharding.device_set)
+    if (array.shape, devices) not in _PLACEMENTS:
+        _PLACEMENTS.add((array.shape, devices))
+        _LOG.debug("JAX loop: %d particles on %d device(s)", array.shape[0], devices)
 
 
 def _shapes_are_not_negative():
