@@ -1,4 +1,4 @@
-r"""Independent AIS runs on a Dask cluster, pooled exactly (``pip install "pymc-anneal[distributed]"``).
+r"""Independent AIS runs on a Dask cluster, pooled exactly (the extra `[distributed]`).
 
 AIS particles are independent until the final average, so ``k`` runs of the same model,
 data and schedule from different seeds are the particles of one run ``k`` times larger:
@@ -35,6 +35,7 @@ import inspect
 import json
 import pickle
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -54,6 +55,8 @@ _WORKER_MODELS: OrderedDict = OrderedDict()
 :data:`_MAX_WORKER_MODELS`, least recently used dropped), so that the runs of one model on
 one worker share its compiled loop."""
 _MAX_WORKER_MODELS = 8
+_PICKLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Here: each PyMC model's first pickle, while its content is unchanged (:func:`_pickled`)."""
 REFUSED = {"random_seed": "it is given per task from this call's random_seed",
            "checkpoint": "a task that fails is run again from its seed by the scheduler",
            "progressbar": "workers draw none: watch the tasks on the Dask dashboard"}
@@ -388,11 +391,31 @@ def _split(function: str, test: np.ndarray, batches) -> list[np.ndarray]:
 
 
 def _scatter(client, model):
-    """The model pickled once, on every worker, and the digest that names it there."""
-    import cloudpickle
+    """The model pickled, on every worker, and the digest that names it there."""
+    blob, key = _pickled(model)
+    return client.scatter(blob, broadcast=True, hash=False), key
 
+
+def _pickled(model) -> tuple[bytes, str]:
+    """``model``'s pickle and its digest. A PyMC model's pickle changes when it is used (its
+    random generators' states), so the first pickle is kept while the model's content (its
+    graphs and data, :func:`~pymc_anneal.pymc.adapter.model_content`) is unchanged: the
+    workers then know it by the same digest and reuse its compiled loop."""
+    import cloudpickle
+    import pymc as pm
+
+    from pymc_anneal._digest import fingerprint
+    from pymc_anneal.pymc.adapter import model_content
+
+    content = fingerprint(model_content(model)) if isinstance(model, pm.Model) else None
+    kept = _PICKLES.get(model) if content is not None else None
+    if kept is not None and kept[0] == content:
+        return kept[1], kept[2]
     blob = cloudpickle.dumps(model)
-    return client.scatter(blob, broadcast=True, hash=False), hashlib.sha256(blob).hexdigest()
+    key = hashlib.sha256(blob).hexdigest()
+    if content is not None:
+        _PICKLES[model] = (content, blob, key)
+    return blob, key
 
 
 def _gather(client, futures) -> list:

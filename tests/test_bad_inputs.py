@@ -17,6 +17,7 @@ about only after a run (a NaN likelihood, a chain with only zero weights) are te
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -526,11 +527,6 @@ DISTRIBUTED_SAMPLE_AIS = [
 ]
 
 
-@pytest.mark.parametrize("row", table(DISTRIBUTED_SAMPLE_AIS))
-def test_distributed_sample_ais(row, t):
-    check(row, t)
-
-
 DISTRIBUTED_AIS = [
     Row("num_steps None with a named schedule",
         lambda t: dist("ais", t.rbm, runs=2, num_steps=None),
@@ -540,10 +536,6 @@ DISTRIBUTED_AIS = [
         r"takes no progressbar .*Dask dashboard"),
 ]
 
-
-@pytest.mark.parametrize("row", table(DISTRIBUTED_AIS))
-def test_distributed_ais(row, t):
-    check(row, t)
 
 
 DISTRIBUTED_EVIDENCES = [
@@ -556,10 +548,6 @@ DISTRIBUTED_EVIDENCES = [
         r"runs must be an integer >= 1"),
 ]
 
-
-@pytest.mark.parametrize("row", table(DISTRIBUTED_EVIDENCES))
-def test_distributed_evidences(row, t):
-    check(row, t)
 
 
 DISTRIBUTED_BATCHED_AIS = [
@@ -576,10 +564,6 @@ DISTRIBUTED_BATCHED_AIS = [
         r"data must have shape \(N, 3\)"),
 ]
 
-
-@pytest.mark.parametrize("row", table(DISTRIBUTED_BATCHED_AIS))
-def test_distributed_batched_ais(row, t):
-    check(row, t)
 
 
 DISTRIBUTED_REVERSE_AIS = [
@@ -599,10 +583,6 @@ DISTRIBUTED_REVERSE_AIS = [
 ]
 
 
-@pytest.mark.parametrize("row", table(DISTRIBUTED_REVERSE_AIS))
-def test_distributed_reverse_ais(row, t):
-    check(row, t)
-
 
 TASK_SEEDS = [
     Row("a negative seed", lambda t: dist("task_seeds", -1, 2),
@@ -611,8 +591,15 @@ TASK_SEEDS = [
 ]
 
 
-@pytest.mark.parametrize("row", table(TASK_SEEDS))
-def test_task_seeds(row, t):
+DISTRIBUTED = {"sample_ais": DISTRIBUTED_SAMPLE_AIS, "ais": DISTRIBUTED_AIS,
+               "evidences": DISTRIBUTED_EVIDENCES, "batched_ais": DISTRIBUTED_BATCHED_AIS,
+               "reverse_ais": DISTRIBUTED_REVERSE_AIS, "task_seeds": TASK_SEEDS}
+
+
+@pytest.mark.parametrize("row", table([dataclasses.replace(row, id=f"{name}: {row.id}")
+                                       for name, rows in DISTRIBUTED.items() for row in rows]))
+def test_distributed(row, t):
+    """One table per public function of pymc_anneal.distributed (ids name the function)."""
     check(row, t)
 
 
@@ -781,7 +768,8 @@ def test_every_public_function_has_a_table():
     """A new public function gets a table here (or a reason below why it needs none)."""
     covered = {"sample_ais", "ais", "batched_ais", "reverse_ais", "sandwich", "bdmc",
                "log_evidence", "EvidenceEstimate", "bayes_factor", "compare",
-               "evidence_strength", "energy", "HMCKernel", "merge"}
+               "evidence_strength", "energy", "HMCKernel", "merge",
+               "distributed"}  # its functions: the table test_distributed
     no_inputs = {"AnnealingError", "AnnealingWarning", "BayesFactor", "__version__",
                  "kernels", "plots"}  # exceptions, a result, modules (tested beside them)
     assert set(pa.__all__) - covered - no_inputs == set()

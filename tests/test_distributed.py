@@ -149,3 +149,19 @@ def test_seeds_depend_on_the_seed_and_the_number_of_tasks_only():
     assert seeds[:2] == dist.task_seeds(1, 2)  # spawned children: a prefix is a prefix
     assert all(0 <= s < 2**63 for s in seeds)
     assert dist.task_seeds(2, 4) != seeds
+
+
+def test_a_model_keeps_its_pickle_until_its_data_change():
+    """The workers know a model by the digest of its pickle, and keep its compiled loop:
+    the same model sent again keeps its digest (however its generators moved), new data
+    give a new one."""
+    pm = pytest.importorskip("pymc")
+    with pm.Model() as model:
+        y = pm.Data("y", np.array([0.3, -0.2]))
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("obs", mu, 1.0, observed=y)
+    blob, key = dist._pickled(model)
+    assert dist._pickled(model) == (blob, key)
+    with model:
+        pm.set_data({"y": np.array([0.3, 0.2])})
+    assert dist._pickled(model)[1] != key
