@@ -88,7 +88,7 @@ def task_seeds(random_seed, num_tasks: int) -> list[int]:
         raise AnnealingError(f"random_seed must be None or a non-negative integer, got "
                              f"{random_seed!r} (a bool is not a seed).")
     return [int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
-            for child in root.spawn(num_tasks)]
+            for child in root.spawn(_count("num_tasks", num_tasks))]
 
 
 def sample_ais(*, runs: int, model=None, client=None, random_seed=None,

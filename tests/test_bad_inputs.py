@@ -588,6 +588,8 @@ TASK_SEEDS = [
     Row("a negative seed", lambda t: dist("task_seeds", -1, 2),
         r"random_seed must be None or a non-negative integer .*got -1"),
     Row("True", lambda t: dist("task_seeds", True, 2), r"a bool is not a seed"),
+    Row("no tasks", lambda t: dist("task_seeds", 1, 0),
+        r"num_tasks must be an integer >= 1 \(the number of tasks\), got 0"),
 ]
 
 
