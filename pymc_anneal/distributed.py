@@ -370,9 +370,15 @@ def _task_kwargs(function: str, kwargs: dict) -> dict:
                 f"keyword arguments go to pymc_anneal.{function}, whose arguments are "
                 f"{sorted(set(parameters) - set(REFUSED))}.")
     steps = kwargs.get("num_steps", parameters["num_steps"].default)
-    custom = not isinstance(kwargs.get("schedule", "name"), str)
-    if not custom and (isinstance(steps, bool) or
-                                       not isinstance(steps, int | np.integer)):
+    schedule = kwargs.get("schedule", parameters["schedule"].default)
+    if isinstance(schedule, str) and schedule == "adaptive":
+        raise AnnealingError(
+            f'pymc_anneal.distributed.{function} cannot run schedule="adaptive": each task '
+            "would place its own temperatures, and runs through different temperatures "
+            "cannot be merged. Run it once locally and pass its annealing_stats['beta'] "
+            "(one chain) as schedule.")
+    if isinstance(schedule, str) and (isinstance(steps, bool) or
+                                      not isinstance(steps, int | np.integer)):
         raise AnnealingError(
             f"pymc_anneal.distributed.{function} needs num_steps as an integer (or schedule "
             f"as an array), got num_steps={steps!r}: with \"auto\" each task would choose "
@@ -397,8 +403,8 @@ def _scatter(client, model):
 
 
 def _pickled(model) -> tuple[bytes, str]:
-    """``model``'s pickle and its digest. A PyMC model's pickle changes when it is used (its
-    random generators' states), so the first pickle is kept while the model's content (its
+    """``model``'s pickle and its digest. A PyMC model's pickle changes when it is used (a
+    run leaves state in it), so the first pickle is kept while the model's content (its
     graphs and data, :func:`~pymc_anneal.pymc.adapter.model_content`) is unchanged: the
     workers then know it by the same digest and reuse its compiled loop."""
     import cloudpickle
@@ -411,7 +417,12 @@ def _pickled(model) -> tuple[bytes, str]:
     kept = _PICKLES.get(model) if content is not None else None
     if kept is not None and kept[0] == content:
         return kept[1], kept[2]
-    blob = cloudpickle.dumps(model)
+    try:
+        blob = cloudpickle.dumps(model)
+    except Exception as err:  # what cannot be pickled raises anything
+        raise AnnealingError(
+            f"the model ({type(model).__name__}) cannot be pickled with cloudpickle to travel "
+            f"to the workers: {err}. Build the model from plain arrays and functions.") from err
     key = hashlib.sha256(blob).hexdigest()
     if content is not None:
         _PICKLES[model] = (content, blob, key)

@@ -534,6 +534,8 @@ DISTRIBUTED_AIS = [
     Row("runs True", lambda t: dist("ais", t.rbm, runs=True), r"runs must be an integer"),
     Row("a progress bar", lambda t: dist("ais", t.rbm, runs=2, progressbar=True),
         r"takes no progressbar .*Dask dashboard"),
+    Row("an adaptive schedule", lambda t: dist("ais", t.rbm, runs=2, schedule="adaptive"),
+        r'cannot run schedule="adaptive": each task would place its own temperatures'),
 ]
 
 
