@@ -1,6 +1,6 @@
 """Annealed importance sampling for PyMC: evidence and partition functions."""
 
-from pymc_anneal import energy, kernels, plots
+from pymc_anneal import distributed, energy, kernels, plots
 from pymc_anneal._version import __version__
 from pymc_anneal.batched import batched_ais
 from pymc_anneal.comparison import BayesFactor, bayes_factor, compare, evidence_strength
@@ -25,6 +25,7 @@ __all__ = [
     "bayes_factor",
     "bdmc",
     "compare",
+    "distributed",
     "energy",
     "evidence_strength",
     "kernels",

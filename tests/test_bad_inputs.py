@@ -17,6 +17,7 @@ about only after a run (a NaN likelihood, a chain with only zero weights) are te
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -489,6 +490,123 @@ def test_merge(row, t):
     check(row, t)
 
 
+# ------------------------------------------------- pymc_anneal.distributed (no cluster needed)
+
+
+def dist(name, *args, **kwargs):
+    """``pymc_anneal.distributed.<name>`` with small settings and no client (the refusals
+    come before one is looked up)."""
+    import pymc_anneal.distributed
+
+    return getattr(pymc_anneal.distributed, name)(*args, **kwargs)
+
+
+DISTRIBUTED_SAMPLE_AIS = [
+    Row("num_steps auto", lambda t: dist("sample_ais", model=t.normal, runs=2),
+        r"needs num_steps as an integer \(or schedule as an array\), got num_steps=None"),
+    Row("runs zero", lambda t: dist("sample_ais", model=t.normal, runs=0, num_steps=5),
+        r"runs must be an integer >= 1 \(the number of tasks\), got 0"),
+    Row("runs a float", lambda t: dist("sample_ais", model=t.normal, runs=2.0, num_steps=5),
+        r"runs must be an integer >= 1 .*got 2\.0"),
+    Row("a model's name", lambda t: dist("sample_ais", model="normal", runs=2, num_steps=5),
+        r"model must be a pymc\.Model .*got str"),
+    Row("an unknown argument", lambda t: dist("sample_ais", model=t.normal, runs=2,
+                                              num_steps=5, n_draws=10),
+        r"unknown argument 'n_draws': the keyword arguments go to pymc_anneal\.sample_ais"),
+    Row("a checkpoint", lambda t: dist("sample_ais", model=t.normal, runs=2, num_steps=5,
+                                       checkpoint="run.npz"),
+        r"takes no checkpoint in its keyword arguments"),
+    Row("random_seed a float", lambda t: dist("sample_ais", model=t.normal, runs=2,
+                                              num_steps=5, random_seed=1.5),
+        r"random_seed must be None or a non-negative integer .*got 1\.5"),
+    Row("no client", lambda t: dist("sample_ais", model=t.normal, runs=2, num_steps=5),
+        r"no Dask client: pass client="),
+    Row("client not a Client", lambda t: dist("sample_ais", model=t.normal, runs=2,
+                                              num_steps=5, client="tcp://localhost:8786"),
+        r"client must be a distributed\.Client, got str"),
+]
+
+
+DISTRIBUTED_AIS = [
+    Row("num_steps None with a named schedule",
+        lambda t: dist("ais", t.rbm, runs=2, num_steps=None),
+        r"needs num_steps as an integer .*got num_steps=None"),
+    Row("runs True", lambda t: dist("ais", t.rbm, runs=True), r"runs must be an integer"),
+    Row("a progress bar", lambda t: dist("ais", t.rbm, runs=2, progressbar=True),
+        r"takes no progressbar .*Dask dashboard"),
+    Row("an adaptive schedule", lambda t: dist("ais", t.rbm, runs=2, schedule="adaptive"),
+        r'cannot run schedule="adaptive": each task would place its own temperatures'),
+]
+
+
+
+DISTRIBUTED_EVIDENCES = [
+    Row("a list", lambda t: dist("evidences", [t.normal, t.potential], num_steps=5),
+        r"evidences needs a dict from model name to pm\.Model, got list"),
+    Row("an energy model", lambda t: dist("evidences", {"a": t.normal, "b": t.rbm},
+                                          num_steps=5),
+        r"\{'b': 'BernoulliRBM'\} are not pm\.Model"),
+    Row("runs zero", lambda t: dist("evidences", {"a": t.normal}, runs=0, num_steps=5),
+        r"runs must be an integer >= 1"),
+]
+
+
+
+DISTRIBUTED_BATCHED_AIS = [
+    Row("an energy model", lambda t: dist("batched_ais", t.rbm, t.binary, batches=2),
+        r"batched_ais needs a generative model .*got BernoulliRBM"),
+    Row("more batches than points",
+        lambda t: dist("batched_ais", t.linear, np.zeros((4, 3)), batches=5),
+        r"batches must be at most the number of test points, 4, got 5"),
+    Row("batches zero", lambda t: dist("batched_ais", t.linear, np.zeros((4, 3)),
+                                       batches=0),
+        r"batches must be an integer >= 1"),
+    Row("data of the wrong width",
+        lambda t: dist("batched_ais", t.linear, np.zeros((4, 2)), batches=2),
+        r"data must have shape \(N, 3\)"),
+]
+
+
+
+DISTRIBUTED_REVERSE_AIS = [
+    Row("a PyMC model", lambda t: dist("reverse_ais", t.normal, t.binary, batches=2),
+        r"reverse_ais needs an energy model .*got Model"),
+    Row("a subsample", lambda t: dist("reverse_ais", t.rbm, t.binary, batches=2,
+                                      subsample=2),
+        r"takes no subsample \(got 2\)"),
+    Row("a log_z", lambda t: dist("reverse_ais", t.rbm, t.binary, batches=2, log_z=-3.0),
+        r"takes no log_z \(got -3\.0\)"),
+    Row("more batches than points",
+        lambda t: dist("reverse_ais", t.rbm, t.binary, batches=6),
+        r"batches must be at most the number of test points, 5, got 6"),
+    Row("data not binary",
+        lambda t: dist("reverse_ais", t.rbm, np.full((2, 6), 0.5), batches=2),
+        r"must be binary \(0 or 1\)"),
+]
+
+
+
+TASK_SEEDS = [
+    Row("a negative seed", lambda t: dist("task_seeds", -1, 2),
+        r"random_seed must be None or a non-negative integer .*got -1"),
+    Row("True", lambda t: dist("task_seeds", True, 2), r"a bool is not a seed"),
+    Row("no tasks", lambda t: dist("task_seeds", 1, 0),
+        r"num_tasks must be an integer >= 1 \(the number of tasks\), got 0"),
+]
+
+
+DISTRIBUTED = {"sample_ais": DISTRIBUTED_SAMPLE_AIS, "ais": DISTRIBUTED_AIS,
+               "evidences": DISTRIBUTED_EVIDENCES, "batched_ais": DISTRIBUTED_BATCHED_AIS,
+               "reverse_ais": DISTRIBUTED_REVERSE_AIS, "task_seeds": TASK_SEEDS}
+
+
+@pytest.mark.parametrize("row", table([dataclasses.replace(row, id=f"{name}: {row.id}")
+                                       for name, rows in DISTRIBUTED.items() for row in rows]))
+def test_distributed(row, t):
+    """One table per public function of pymc_anneal.distributed (ids name the function)."""
+    check(row, t)
+
+
 @pytest.mark.parametrize("row", table(EVIDENCE_STRENGTH))
 def test_evidence_strength(row, t):
     check(row, t)
@@ -654,7 +772,8 @@ def test_every_public_function_has_a_table():
     """A new public function gets a table here (or a reason below why it needs none)."""
     covered = {"sample_ais", "ais", "batched_ais", "reverse_ais", "sandwich", "bdmc",
                "log_evidence", "EvidenceEstimate", "bayes_factor", "compare",
-               "evidence_strength", "energy", "HMCKernel", "merge"}
+               "evidence_strength", "energy", "HMCKernel", "merge",
+               "distributed"}  # its functions: the table test_distributed
     no_inputs = {"AnnealingError", "AnnealingWarning", "BayesFactor", "__version__",
                  "kernels", "plots"}  # exceptions, a result, modules (tested beside them)
     assert set(pa.__all__) - covered - no_inputs == set()

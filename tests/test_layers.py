@@ -21,7 +21,7 @@ LAYERS = [
     ("models and results", ["energy", "pymc.adapter", "pymc.discrete", "io", "evidence"]),
     ("entry points", ["partition", "batched", "reverse", "pymc.sampling", "pymc.bdmc",
                       "pymc.smc", "pymc.arviz_groups"]),
-    ("reading results", ["comparison", "merge", "plots"]),
+    ("reading results", ["comparison", "distributed", "merge", "plots"]),
 ]
 """Bottom to top; a name is a module or a package (every module below it)."""
 
