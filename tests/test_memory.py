@@ -176,7 +176,7 @@ def _conjugate():
     return model, exact
 
 
-@pytest.mark.slow  # a stress run (measured: about 20 s and 0.6 GB of peak RSS on 2 cores)
+@pytest.mark.slow  # a stress run (measured: 8.7 s warm and 632 MiB of peak RSS, whole process)
 def test_a_million_particles_on_a_tiny_model():
     """10^6 particles (4 chains of 250,000) through 50 temperatures in one call: the
     statistics stay per chain, and the estimate is right (within four standard errors)."""
