@@ -256,11 +256,19 @@ def wait_for_background_compiles() -> float:
 
 
 def _wait_at_exit() -> None:
-    """:func:`wait_for_background_compiles`, saying why the exit waits."""
-    if any(not done.is_set() for done in _BACKGROUND):
-        print("pymc_anneal: waiting for a JAX compile in progress to finish before exiting "
-              "(Ctrl-C again: exit at once)", file=sys.stderr, flush=True)
-    wait_for_background_compiles()
+    """:func:`wait_for_background_compiles`, saying why the exit waits. The handler that
+    exits at once on Ctrl-C is in place before the message is printed: a Ctrl-C that the
+    message prompts must find it."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _exit_now) if main else None
+    try:
+        if any(not done.is_set() for done in _BACKGROUND):
+            print("pymc_anneal: waiting for a JAX compile in progress to finish before "
+                  "exiting (Ctrl-C again: exit at once)", file=sys.stderr, flush=True)
+        wait_for_background_compiles()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _exit_now(signum, frame):
