@@ -62,7 +62,7 @@ def _local(function, model, seeds, *args, **kwargs):
     differed from the workers' after the hundreds of tests that process had run before,
     while they were identical in a fresh process (the state behind it is not found yet)."""
     client = _ONE_PROCESS["client"]
-    worker = sorted(client.scheduler_info()["workers"])[0]
+    worker = min(client.scheduler_info()["workers"])
     import cloudpickle
 
     payload = cloudpickle.dumps((function, model, seeds, args, kwargs))
