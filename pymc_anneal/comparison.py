@@ -224,6 +224,17 @@ def _warnings(est: EvidenceEstimate) -> list[str]:
     return reasons
 
 
+def _is_bridge(value) -> bool:
+    return isinstance(value, xr.DataTree) and value.attrs.get("method") == "bridge_sampling"
+
+
+def _recorded_warnings(value: xr.DataTree) -> list[str]:
+    """Why a :func:`pymc_anneal.bridge_sampling` result is unreliable: the reasons it warned
+    about, recorded in its ``warnings`` attribute (its thresholds are its own: a bridge's
+    terms are bounded, so AIS's weight ESS and tail lines do not apply)."""
+    return [r for r in str(value.attrs.get("warnings", "")).split("; ") if r]
+
+
 def _check_prob(prob) -> float:
     return check_probability("prob", prob, high_open=True,
                              what="a number strictly between 0 and 1")
@@ -430,7 +441,8 @@ def compare(
     rng = np.random.default_rng(random_seed)
     draws = softmax(log_prior + rng.normal(log_z, se, size=(num_samples, log_z.size)), axis=1)
     tail = (1 - prob) / 2
-    reasons = [_warnings(e) for e in estimates]
+    reasons = [_recorded_warnings(v) if _is_bridge(v) else _warnings(e)
+               for v, e in zip(idatas.values(), estimates)]
 
     table = pd.DataFrame({
         "log_evidence": log_z,

@@ -56,13 +56,20 @@ warning is meant to be within :math:`1.96\,\mathrm{se}` about 95% of the time):
   unconstrained coordinates exceeds :data:`RHAT_LINE`. Chains that sit in different modes
   of a multimodal posterior are the typical case: their pooled draws have whatever mode
   proportions the chains happened to take, and no error bar covers that;
-- the chains' estimates disagree: :math:`\sum_c (\hat L_c - \bar L)^2 / v_c` exceeds the
-  :math:`1 -` :data:`CHAIN_ALARM` quantile of :math:`\chi^2_{C-1}`, with :math:`v_c` the
-  posterior-side part of chain c's variance (the proposal-side part is shared by all chains
-  and cancels in their differences) and :math:`\bar L` their precision-weighted mean;
+- the chains' estimates disagree: :math:`\sum_c (\hat L_c - \bar L)^2 / \bar v` exceeds the
+  :math:`1 -` :data:`CHAIN_ALARM` quantile of :math:`\chi^2_{C-1}`, with :math:`\bar v` the
+  chains' average posterior-side variance (the proposal-side part is shared by all chains
+  and cancels in their differences; one chain's own variance rests on a one-chain ESS too
+  noisy for the test) and :math:`\bar L` their mean;
 - the Pareto :math:`\hat k` of the importance ratios :math:`q/g` at the proposal draws
-  exceeds :data:`BRIDGE_TAIL_K`: the posterior has heavier tails than the proposal in some
-  direction, which the proposal draws barely reach;
+  exceeds :data:`BRIDGE_TAIL_K` *and* the proposal-side terms :math:`A_j` rest on few
+  draws (their Kish ESS is below :data:`~pymc_anneal.diagnostics.LOW_ESS_FRACTION` of
+  :math:`N_2`): the proposal misses a heavy tail and barely overlaps the posterior. A heavy
+  tail alone is no reason to distrust the result, since the bridge's terms are bounded:
+  the logit-scale posterior of a Beta-Binomial has exponential tails against the
+  proposal's Gaussian ones, so its :math:`\hat k` exceeds 0.7 in a third of runs of 4 x 1000
+  exact draws whose intervals cover 95% of the time
+  (``benchmarks/measure_bridge_coverage.py``);
 - the iteration did not converge in ``max_iterations``.
 """
 
@@ -82,6 +89,7 @@ from scipy.linalg import solve_triangular
 
 from pymc_anneal._digest import fingerprint
 from pymc_anneal.backends import compile_one_off
+from pymc_anneal.diagnostics import LOW_ESS_FRACTION
 from pymc_anneal.estimators import pareto_k
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import result_attrs
@@ -104,10 +112,10 @@ MIN_HALF_DRAWS = 100
 the posterior side; with fewer, neither the fit nor the ESS behind the error is reliable."""
 BRIDGE_TAIL_K = 0.7
 r"""Above this Pareto :math:`\hat k` of the proposal-side ratios :math:`q/g` the result
-warns. The bridge's terms are bounded (module docstring), so unlike AIS's unsmoothed weights
+warns, when the proposal-side terms also rest on few draws (module docstring). The bridge's
+terms are bounded, so unlike AIS's unsmoothed weights
 (:data:`pymc_anneal.diagnostics.HEAVY_TAIL_K`, 1/2) their variance does not need
-:math:`k < 1/2`; past PSIS's line 0.7 the proposal misses a tail of the posterior so badly
-that the posterior side alone carries the estimate."""
+:math:`k < 1/2`; PSIS's line 0.7 marks ratios whose tail the draws cannot estimate."""
 CHAIN_ALARM = 1e-3
 """The false-alarm probability of the chains' disagreement test when the errors are right
 (a chi-square test at the 0.1% level: rare false alarms, while chains in different modes
@@ -209,8 +217,8 @@ def bridge_sampling(
                      num_proposal_draws, rng)
     pooled, per_chain = _estimates(l1, l2, tolerance, max_iterations)
     reasons = _diagnose(draws, l2, pooled, per_chain, max_iterations)
-    for reason in reasons:
-        warn(reason)
+    for _, message in reasons:
+        warn(message)
     timings = {"setup": setup - start, "bridge": time.perf_counter() - setup}
     return _tree(pooled, per_chain, l2, draws, reasons, {
         "proposal": proposal, "model": model.name or None, "random_seed": seed,
@@ -434,9 +442,11 @@ def _logmeanexp(a: np.ndarray) -> float:
     return float(top + np.log(np.mean(np.exp(a - top))))
 
 
-def _bridge(l1: np.ndarray, l2: np.ndarray, tolerance: float, max_iterations: int) -> dict:
+def _bridge(l1: np.ndarray, l2: np.ndarray, tolerance: float, max_iterations: int,
+            ess_cap: float = np.inf) -> dict:
     """The iterative estimate from held-out ratios ``l1`` (chains, n) and proposal ratios
-    ``l2``, and its standard error (module docstring)."""
+    ``l2``, and its standard error (module docstring), with the posterior side's ESS at most
+    ``ess_cap``."""
     n_eff, n2 = _ess(l1), l2.size
     log_s1, log_s2 = np.log(n_eff / (n_eff + n2)), np.log(n2 / (n_eff + n2))
     shift = float(np.median(l1))
@@ -455,10 +465,12 @@ def _bridge(l1: np.ndarray, l2: np.ndarray, tolerance: float, max_iterations: in
         b = np.exp(-np.logaddexp(log_s1 + l1 - log_z, log_s2))  # (chains, n)
         a = np.exp(l2 - log_z - np.logaddexp(log_s1 + l2 - log_z, log_s2))
     var_proposal = a.var(ddof=1) / (n2 * a.mean() ** 2)
-    ess_b = _ess(b)
+    proposal_ess = float(a.sum() ** 2 / np.sum(a**2)) if np.any(a > 0) else 0.0
+    ess_b = min(_ess(b), ess_cap)
     var_posterior = b.var(ddof=1) / (ess_b * b.mean() ** 2)
     se = float(np.sqrt(var_proposal + var_posterior)) if np.isfinite(log_z) else np.nan
     return {"log_z": float(log_z), "se": se, "var_posterior": float(var_posterior),
+            "proposal_ess": proposal_ess,
             "ess": ess_b, "iterations": iterations, "converged": converged,
             "num_draws": int(l1.size)}
 
@@ -470,7 +482,11 @@ def _estimates(l1, l2, tolerance, max_iterations):
         raise AnnealingError(
             "the model's density is zero at every proposal draw, so bridge sampling has "
             "nothing to bridge; check the model's support against the draws.")
-    per_chain = [_bridge(l1[c:c + 1], l2, tolerance, max_iterations)
+    # one chain's ESS, from a few hundred autocorrelated draws, is biased high (measured:
+    # variances 1.65 times too small at an ESS of 5% of 500 draws); the chains' share of the
+    # pooled ESS caps it
+    cap = pooled["ess"] / l1.shape[0]
+    per_chain = [_bridge(l1[c:c + 1], l2, tolerance, max_iterations, cap)
                  for c in range(l1.shape[0])]
     return pooled, per_chain
 
@@ -487,42 +503,51 @@ def _rhat(draws: np.ndarray) -> float:
     return float(np.nanmax(rhat))
 
 
-def _diagnose(draws, l2, pooled, per_chain, max_iterations) -> list[str]:
-    """The reasons to distrust the result (module docstring), as warning messages."""
+def _diagnose(draws, l2, pooled, per_chain, max_iterations) -> list[tuple[str, str]]:
+    """The reasons to distrust the result (module docstring): ``(short, message)`` pairs, the
+    short one for the result's ``warnings`` attribute (and :func:`pymc_anneal.compare`'s
+    ``warning_reason``), the message for the warning."""
     reasons = []
     pooled["rhat"] = rhat = _rhat(draws)
     if rhat > RHAT_LINE:
-        reasons.append(
+        message = (
             f"the chains did not mix (largest R-hat of the unconstrained draws {rhat:.3g} > "
             f"{RHAT_LINE:g}): they may sit in different modes, whose proportions in the "
             "draws are then arbitrary, so the log evidence and its standard error are "
             "unreliable. Run longer chains, or use pymc_anneal.sample_ais, which does not "
             "need mixed posterior draws.")
+        reasons.append((f"chains did not mix (R-hat {rhat:.3g} > {RHAT_LINE:g})", message))
     estimates = np.array([c["log_z"] for c in per_chain])
     variances = np.array([c["var_posterior"] for c in per_chain])
+    pooled["chain_p_value"] = p_value = float("nan")
     if len(per_chain) > 1 and np.all(variances > 0) and np.all(np.isfinite(estimates)):
-        mean = np.sum(estimates / variances) / np.sum(1 / variances)
-        statistic = float(np.sum((estimates - mean) ** 2 / variances))
-        p_value = float(stats.chi2.sf(statistic, len(per_chain) - 1))
-        if p_value < CHAIN_ALARM:
-            reasons.append(
-                f"the chains disagree: their log evidence estimates "
-                f"{np.round(estimates, 3).tolist()} differ by more than their standard "
-                f"errors allow (chi-square {statistic:.3g} on {len(per_chain) - 1} degrees of "
-                f"freedom, p = {p_value:.2g} < {CHAIN_ALARM:g}): the chains saw different "
-                "parts of the posterior, so the pooled error is too small. Run longer "
-                "chains, or use pymc_anneal.sample_ais.")
+        variance = variances.mean()  # each chain's alone rests on a noisy one-chain ESS
+        statistic = float(np.sum((estimates - estimates.mean()) ** 2) / variance)
+        pooled["chain_p_value"] = p_value = float(stats.chi2.sf(statistic, len(per_chain) - 1))
+    if p_value < CHAIN_ALARM:
+        message = (
+            f"the chains disagree: their log evidence estimates "
+            f"{np.round(estimates, 3).tolist()} differ by more than their standard errors "
+            f"allow (chi-square test, p = {p_value:.2g} < {CHAIN_ALARM:g}): the chains saw "
+            "different parts of the posterior, so the pooled error is too small. Run longer "
+            "chains, or use pymc_anneal.sample_ais.")
+        reasons.append((f"chains disagree (p = {p_value:.2g} < {CHAIN_ALARM:g})", message))
     pooled["pareto_k"] = k = pareto_k(l2)
-    if k > BRIDGE_TAIL_K:
-        reasons.append(
+    if k > BRIDGE_TAIL_K and pooled["proposal_ess"] < LOW_ESS_FRACTION * l2.size:
+        message = (
             f"the importance ratios q/g at the proposal draws have a heavy tail (Pareto k-hat "
-            f"{k:.2f} > {BRIDGE_TAIL_K:g}): the posterior has heavier tails than the fitted "
-            "proposal, so the log evidence and its standard error are unreliable. Try "
+            f"{k:.2f} > {BRIDGE_TAIL_K:g}) and the proposal-side terms rest on few draws "
+            f"(ESS {pooled['proposal_ess']:.0f} of {l2.size}): the posterior has heavier "
+            "tails than the fitted proposal, which barely overlaps it, so the log evidence and "
+            "its standard error are unreliable. Try "
             "proposal='warp3', or pymc_anneal.sample_ais.")
+        short = f"heavy-tailed proposal ratios (Pareto k-hat {k:.2f} > {BRIDGE_TAIL_K:g})"
+        reasons.append((short, message))
     if not pooled["converged"]:
-        reasons.append(
-            f"the bridge iteration did not converge in {max_iterations} iterations, so the "
-            "log evidence is unreliable. Increase max_iterations.")
+        message = (f"the bridge iteration did not converge in {max_iterations} iterations, so "
+                   "the log evidence is unreliable. Increase max_iterations.")
+        reasons.append((f"bridge iteration did not converge ({max_iterations} iterations)",
+                        message))
     return reasons
 
 
@@ -541,7 +566,9 @@ def _tree(pooled, per_chain, l2, draws, reasons, attrs) -> xr.DataTree:
         "bridge_sampling", quantity="log_evidence",
         log_marginal_likelihood=pooled["log_z"], log_marginal_likelihood_se=pooled["se"],
         ess=pooled["ess"], pareto_k=pooled["pareto_k"], rhat=pooled["rhat"],
+        proposal_ess=pooled["proposal_ess"],
         iterations=pooled["iterations"], converged=int(pooled["converged"]),
         num_draws=pooled["num_draws"], num_proposal_draws=int(l2.size),
-        num_dims=int(draws.shape[2]), warnings="; ".join(reasons), **attrs))
+        chain_p_value=pooled["chain_p_value"], num_dims=int(draws.shape[2]),
+        warnings="; ".join(short for short, _ in reasons), **attrs))
     return tree
