@@ -59,19 +59,21 @@ def test_exact_draws_give_the_closed_form_evidence(name, proposal):
 
 def test_value_transforms_round_trip_and_density_has_the_jacobians():
     """Constrained draws -> the path's coordinates -> the adapter's own inverse map, at many
-    random points of a model with a vector, an interval, a positive and a simplex variable;
+    random points of a model with a vector, an interval, a positive and a simplex variable,
+    and an interval whose upper bound is another variable;
     and the log density there is PyMC's logp with Jacobians."""
     with pm.Model() as model:
         a = pm.Normal("a", 0.0, 1.0, shape=3)
         s = pm.HalfNormal("s", 2.0)
         u = pm.Uniform("u", -1.0, 2.0)
         w = pm.Dirichlet("w", np.ones(3))
-        pm.Normal("y", a.sum() * u + w[0], s, observed=[0.1, 0.4])
+        v = pm.Uniform("v", 0.0, s)  # bounds that depend on another variable
+        pm.Normal("y", a.sum() * u + w[0] + v, s, observed=[0.1, 0.4])
     mp = bridge._bridge_path(model)
     functions = bridge._functions(mp, model)
     x = np.random.default_rng(0).normal(size=(1, 200, mp.path.num_dims))
     values = mp.to_variables(x)
-    back = functions.forward({k: values[k][0] for k in ("a", "s", "u", "w")})
+    back = functions.forward({k: values[k][0] for k in ("a", "s", "u", "w", "v")})
     np.testing.assert_allclose(back, x[0], atol=1e-9)
     logp = model.compile_logp()
     for point in x[0, :5]:
