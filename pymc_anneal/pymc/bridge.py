@@ -493,15 +493,20 @@ def _estimates(l1, l2, tolerance, max_iterations):
 
 
 def _rhat(draws: np.ndarray) -> float:
-    """The largest rank-normalized split R-hat over the coordinates of ``draws``."""
+    """The largest rank-normalized split R-hat over the coordinates of ``draws`` (each chain
+    split in halves here: ``arviz_stats`` gives NaN for a single chain)."""
     from arviz_stats.base import array_stats
 
-    values = np.moveaxis(draws, 2, 0)  # (d, chains, draws)
+    chains, num_draws, d = draws.shape
+    half = num_draws // 2
+    split = draws[:, :2 * half].reshape(2 * chains, half, d)
+    values = np.moveaxis(split, 2, 0)  # (d, 2 chains, draws)
     moving = np.ptp(values.reshape(len(values), -1), axis=1) > 0
     if not np.any(moving):
         return float("nan")
-    rhat = array_stats.rhat(values[moving], chain_axis=-2, draw_axis=-1, method="rank")
-    return float(np.nanmax(rhat))
+    rhat = np.asarray(array_stats.rhat(values[moving], chain_axis=-2, draw_axis=-1,
+                                       method="rank"))
+    return float(np.max(rhat)) if np.all(np.isfinite(rhat)) else float("nan")
 
 
 def _diagnose(draws, l2, pooled, per_chain, max_iterations) -> list[tuple[str, str]]:
