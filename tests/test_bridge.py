@@ -166,6 +166,11 @@ def test_set_data_is_read_by_the_next_call():
     with pytest.raises(pa.AnnealingError, match=r"differs from their sample_stats\.lp"):
         pa.bridge_sampling(first, model, random_seed=9)
     check_estimate(pa.bridge_sampling(second, model, random_seed=9), truth2)
+    y3 = np.concatenate([y2, [0.2, -1.1, 2.5]])  # another length: a new path, new functions
+    third, truth3 = exact(y3)
+    with model:
+        pm.set_data({"data": y3})
+    check_estimate(pa.bridge_sampling(third, model, random_seed=9), truth3)
 
 
 def test_same_seed_same_result_and_seed_recorded():
