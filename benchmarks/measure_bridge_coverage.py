@@ -19,9 +19,9 @@ import numpy as np
 
 sys.path.insert(0, ".")
 
-import pymc_anneal as pa  # noqa: E402
-from pymc_anneal.exceptions import AnnealingWarning  # noqa: E402
-from tests.bridge_cases import CASES, exact_idata  # noqa: E402
+import pymc_anneal as pa
+from pymc_anneal.exceptions import AnnealingWarning
+from tests.bridge_cases import CASES, exact_idata
 
 
 def replicate(name, model, proposal, rho, seed, draws=1000):

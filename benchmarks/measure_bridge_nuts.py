@@ -15,8 +15,8 @@ import pymc as pm
 
 sys.path.insert(0, ".")
 
-import pymc_anneal as pa  # noqa: E402
-from tests.analytic import (  # noqa: E402
+import pymc_anneal as pa
+from tests.analytic import (
     beta_binomial,
     linear_regression,
     logistic_regression,

@@ -53,7 +53,7 @@ def exact_idata(name: str, chains: int = 4, draws: int = 1000, seed: int = 0,
                 rho: float = 0.0, lp: bool = False):
     """A DataTree with the posterior group of exact draws (and ``sample_stats.lp``, the
     model's log density with Jacobian, when ``lp``)."""
-    dist, var = posterior(name)
+    _, var = posterior(name)
     values = exact_draws(name, chains, draws, np.random.default_rng(seed), rho)
     groups = {"posterior": {var: values}}
     if lp:

@@ -217,7 +217,7 @@ def test_nuts_draws_give_the_closed_form_evidence(nuts_runs, name):
 
 @pytest.mark.slow
 def test_nuts_draws_of_another_model_are_refused(nuts_runs):
-    model, idata = nuts_runs[normal_mean().name]
+    _, idata = nuts_runs[normal_mean().name]
     other = normal_mean(seed=7).build()  # the same variables, other data
     with pytest.raises(pa.AnnealingError, match=r"differs from their sample_stats\.lp"):
         pa.bridge_sampling(idata, other)

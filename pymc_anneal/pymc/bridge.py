@@ -47,6 +47,16 @@ autocorrelations, capped at the number of draws so that antithetic chains do not
 the error). Both terms are bounded (:math:`A \le 1/s_1`, :math:`B \le 1/s_2`), so their
 variances exist whatever the tails of :math:`q/g`.
 
+**Measured** (2026-11-26, 2 CPU cores). Coverage of the nominal 95% interval among runs
+without a warning: 94-97.5% over 200 replicates of 4 x 1000 exact draws of a Gaussian and a
+logit-Beta posterior, independent or autocorrelated (ESS about 5% of the draws), either
+proposal, at most 1.5% of runs warned (``benchmarks/measure_bridge_coverage.py``); 97% and
+95% over 100 short NUTS runs (4 x 500 draws) of the same two models, none warned
+(``benchmarks/measure_bridge_nuts_coverage.py``). On 4 x 1000 NUTS draws of five
+closed-form targets up to ten parameters the error was at most 0.006 nat, for 0.01-0.04 s
+of extra compute (0.2-0.5 s on the first call, which compiles the density;
+``benchmarks/measure_bridge_nuts.py``).
+
 **Per chain and pooled.** Each chain's held-out draws against the same proposal draws give
 its own estimate and error; all chains' held-out draws together give the pooled one.
 
