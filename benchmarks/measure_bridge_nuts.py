@@ -45,10 +45,12 @@ def main() -> None:
                 times.append(time.perf_counter() - start)
             est = pa.log_evidence(result)
             error = est.log_evidence - target.log_evidence
-            print(f"{target.name:28s} d={target.num_dims:2d} {proposal:6s} error {error:+.4f} "
-                  f"se {est.standard_error:.4f} z {error / est.standard_error:+.2f} "
-                  f"k {est.pareto_k:.2f} warned {len(caught)} | bridge {times[0]:.2f} s "
-                  f"first, {times[1]:.3f} s again | NUTS {nuts:.1f} s", flush=True)
+            columns = [f"{target.name:28s} d={target.num_dims:2d} {proposal:6s}",
+                       f"error {error:+.4f} se {est.standard_error:.4f}",
+                       f"z {error / est.standard_error:+.2f} k {est.pareto_k:.2f}",
+                       f"warned {len(caught)} | bridge {times[0]:.2f} s first,",
+                       f"{times[1]:.3f} s again | NUTS {nuts:.1f} s"]
+            print(" ".join(columns), flush=True)
 
 
 if __name__ == "__main__":
