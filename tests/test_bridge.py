@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 import pymc_anneal as pa
+from pymc_anneal import comparison as bridge_compare
 from pymc_anneal.pymc import bridge
 from tests.analytic import beta_binomial, linear_regression, nig_regression, normal_mean
 from tests.bridge_cases import (
@@ -102,6 +103,40 @@ def test_log_evidence_compare_and_bayes_factor_take_a_bridge_result():
                                                 - pa.log_evidence(other).log_evidence)
     with pytest.raises(pa.AnnealingError, match=r"bridge sampling and exact sums are not "):
         pa.merge([result, result])
+
+
+def test_compare_shows_ais_and_bridge_side_by_side():
+    """Issue 26, item 2: one model's AIS and bridge estimates in one entry; they agree
+    here (the same closed-form evidence), so no warning, and the table shows both."""
+    model = CASES["normal"].build()
+    ais = pa.sample_ais(model=model, draws=400, chains=2, num_steps=100, random_seed=1,
+                        progressbar=False)
+    result = pa.bridge_sampling(exact_idata("normal"), model, random_seed=2)
+    with pm.Model() as wider:
+        mu = pm.Normal("mu", 0.5, 20.0)
+        pm.Normal("y", mu, 1.5, observed=CASES["normal"].params["y"])
+    other = pa.bridge_sampling(exact_idata("normal"), wider, random_seed=3)
+    table = pa.compare({"narrow": [ais, result], "wide": other})
+    row = table.loc["narrow"]
+    assert row["log_evidence"] == pa.log_evidence(ais).log_evidence
+    assert row["second_method"] == "bridge sampling"
+    assert row["second_log_evidence"] == result.attrs["log_marginal_likelihood"]
+    assert abs(row["opinions_z"]) < bridge_compare.SECOND_OPINION_Z and not row["warning"]
+    assert table.loc[["wide"], ["second_method", "opinions_z"]].isna().all(axis=None)
+    with pytest.raises(pa.AnnealingError, match="are of different models or data"):
+        pa.compare({"narrow": [ais, other], "wide": other})
+
+
+def test_compare_warns_when_the_two_opinions_disagree():
+    ais = pa.EvidenceEstimate(-10.0, 0.05, 0.05, 900.0, 1000)
+    low = pa.EvidenceEstimate(-10.8, 0.05, 0.05, 900.0, 1000)  # z = -11 (0.8 / 0.071)
+    with pytest.warns(pa.AnnealingWarning, match=r"model 'a': estimate and estimate disagree: "
+                      r"-10\.000 against -10\.800 \(z = 11\.3\)"):
+        table = pa.compare({"a": (ais, low), "b": ais})
+    assert table.loc["a", "warning"] and "disagree" in table.loc["a", "warning_reason"]
+    assert not table.loc["b", "warning"]
+    with pytest.raises(pa.AnnealingError, match="empty list of results"):
+        pa.compare({"a": [], "b": ais})
 
 
 def test_chains_in_different_modes_warn_and_compare_says_why():
