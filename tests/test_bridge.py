@@ -28,6 +28,7 @@ from tests.bridge_cases import (
     mixture_log_marginal,
     mixture_model,
     two_modes_idata,
+    two_modes_log_joint,
     two_modes_model,
 )
 
@@ -125,6 +126,32 @@ def test_compare_shows_ais_and_bridge_side_by_side():
     assert table.loc[["wide"], ["second_method", "opinions_z"]].isna().all(axis=None)
     with pytest.raises(pa.AnnealingError, match="are of different models or data"):
         pa.compare({"narrow": [ais, other], "wide": other})
+
+
+def test_draws_from_one_mode_of_two_are_caught_by_the_ais_second_opinion():
+    """Every chain in the heavier of two modes: the draws are exact draws of that mode, so
+    nothing in them shows the other (27 % of the mass here), and bridge sampling estimates
+    the mode's evidence without a warning. AIS from the prior reaches both modes, and
+    compare, given both, warns that they disagree."""
+    model = two_modes_model()
+    rng = np.random.default_rng(5)
+    positive, log_pos = grid_draws(two_modes_log_joint, 0.0, 6.0, (4, 1000), rng)
+    negative_log_z = grid_draws(two_modes_log_joint, -6.0, 0.0, (1,), rng)[1]
+    exact = float(np.logaddexp(log_pos, negative_log_z))
+    result = pa.bridge_sampling(az.from_dict({"posterior": {"mu": positive}}), model,
+                                random_seed=6)
+    bridge_est = pa.log_evidence(result)
+    assert abs(bridge_est.log_evidence - log_pos) < 4 * bridge_est.standard_error
+    assert exact - log_pos > 0.25  # the mass the draws never saw
+    ais = pa.sample_ais(model=model, draws=250, chains=4, num_steps=100, random_seed=7,
+                        progressbar=False)
+    ais_est = pa.log_evidence(ais)
+    assert abs(ais_est.log_evidence - exact) < 4 * ais_est.standard_error
+    with pytest.warns(pa.AnnealingWarning, match=r"model 'two modes': AIS and bridge sampling "
+                      r"disagree"):
+        table = pa.compare({"two modes": [ais, result],
+                            "another": pa.EvidenceEstimate(exact - 2, 0.01, 0.01, 900.0, 1000)})
+    assert table.loc["two modes", "warning"]
 
 
 def test_compare_warns_when_the_two_opinions_disagree():
