@@ -9,6 +9,7 @@ from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 from pymc_anneal.merge import merge
 from pymc_anneal.partition import ais
 from pymc_anneal.pymc.bdmc import bdmc
+from pymc_anneal.pymc.bridge import bridge_sampling
 from pymc_anneal.pymc.sampling import sample_ais
 from pymc_anneal.pymc.smc import HMCKernel
 from pymc_anneal.reverse import reverse_ais, sandwich
@@ -24,6 +25,7 @@ __all__ = [
     "batched_ais",
     "bayes_factor",
     "bdmc",
+    "bridge_sampling",
     "compare",
     "distributed",
     "energy",

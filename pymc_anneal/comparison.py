@@ -61,7 +61,7 @@ from pymc_anneal.diagnostics import (
     MIN_EFFECTIVE_PARTICLES,
 )
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.validation import check_count, check_probability
 
 __all__ = ["BayesFactor", "bayes_factor", "compare", "evidence_strength"]
@@ -224,6 +224,81 @@ def _warnings(est: EvidenceEstimate) -> list[str]:
     return reasons
 
 
+SECOND_OPINION_Z = 3.0
+"""Two estimates of one model's evidence (AIS and bridge sampling, say) whose difference is
+more than this many standard errors of the difference disagree: :func:`compare` warns."""
+METHOD_WORDS = {"ais": "AIS", "bridge_sampling": "bridge sampling", "bdmc": "BDMC",
+                "raise": "RAISE"}
+
+
+def _method(value) -> str:
+    """The method of a result, in words (``"estimate"`` for an EvidenceEstimate)."""
+    if isinstance(value, xr.DataTree):
+        method = str(value.attrs.get("method", "estimate"))
+        return METHOD_WORDS.get(method, method)
+    return "estimate"
+
+
+def _opinions(name: str, value) -> tuple[object, list]:
+    """A model's entry of :func:`compare`: one result, or a list or tuple of results of the
+    same model and data by different methods (the first is ranked, the others are second
+    opinions beside it)."""
+    if not isinstance(value, list | tuple) or isinstance(value, EvidenceEstimate):
+        return value, []
+    if not value:
+        raise AnnealingError(f"model {name!r} has an empty list of results: give one result, "
+                             "or a list of results of the same model (e.g. [ais, bridge]).")
+    first, others = value[0], list(value[1:])
+    prints = {v.attrs.get("model_fingerprint") for v in value if isinstance(v, xr.DataTree)}
+    if len(prints - {None}) > 1:
+        raise AnnealingError(
+            f"the results given for model {name!r} are of different models or data (their "
+            "model_fingerprint attributes differ): give one model's results in one entry, "
+            "e.g. {'a': [pa.sample_ais(model=a), pa.bridge_sampling(idata_a, model=a)]}.")
+    return first, others
+
+
+def _second_opinion_columns(names, estimates, entries, reasons) -> dict[str, list]:
+    """The second opinion beside each model's estimate (the first other result of its entry):
+    its method, estimate and standard error, and the z of the difference; a disagreement
+    beyond :data:`SECOND_OPINION_Z` is added to the model's warning reasons and warned."""
+    columns: dict[str, list] = {"second_method": [], "second_log_evidence": [],
+                                "second_se": [], "opinions_z": []}
+    for i, (name, (first, others)) in enumerate(zip(names, entries, strict=True)):
+        if not others:
+            for values in columns.values():
+                values.append(None if values is columns["second_method"] else np.nan)
+            continue
+        other = _estimate(name, others[0])
+        se = math.hypot(_standard_error(estimates[i]), _standard_error(other))
+        z = (estimates[i].log_evidence - other.log_evidence) / se if se > 0 else np.inf
+        columns["second_method"].append(_method(others[0]))
+        columns["second_log_evidence"].append(other.log_evidence)
+        columns["second_se"].append(_standard_error(other))
+        columns["opinions_z"].append(z)
+        if abs(z) > SECOND_OPINION_Z:
+            reason = (f"{_method(first)} and {_method(others[0])} disagree: "
+                      f"{estimates[i].log_evidence:.3f} against {other.log_evidence:.3f} "
+                      f"(z = {z:.1f})")
+            reasons[i].append(reason)
+            warn(f"model {name!r}: {reason}, beyond {SECOND_OPINION_Z:g} standard errors of "
+                 "the difference: at least one is wrong. An AIS estimate too low says "
+                 "num_steps is too small; a bridge estimate off says the posterior draws did "
+                 "not explore the posterior (several modes).")
+    return columns
+
+
+def _is_bridge(value) -> bool:
+    return isinstance(value, xr.DataTree) and value.attrs.get("method") == "bridge_sampling"
+
+
+def _recorded_warnings(value: xr.DataTree) -> list[str]:
+    """Why a :func:`pymc_anneal.bridge_sampling` result is unreliable: the reasons it warned
+    about, recorded in its ``warnings`` attribute (its thresholds are its own: a bridge's
+    terms are bounded, so AIS's weight ESS and tail lines do not apply)."""
+    return [r for r in str(value.attrs.get("warnings", "")).split("; ") if r]
+
+
 def _check_prob(prob) -> float:
     return check_probability("prob", prob, high_open=True,
                              what="a number strictly between 0 and 1")
@@ -322,9 +397,12 @@ def compare(
 
     Parameters
     ----------
-    idatas : dict of {str : xarray.DataTree or EvidenceEstimate}
-        Model names to results of :func:`pymc_anneal.sample_ais` on the *same* data (or to
-        their :func:`pymc_anneal.log_evidence`). At least two models.
+    idatas : dict of {str : xarray.DataTree or EvidenceEstimate, or a list of them}
+        Model names to results of :func:`pymc_anneal.sample_ais` or
+        :func:`pymc_anneal.bridge_sampling` on the *same* data (or to their
+        :func:`pymc_anneal.log_evidence`). At least two models. A list of results of one
+        model by different methods (``[ais, bridge]``) ranks the model by the first and
+        shows the second beside it as a second opinion.
     prior_probabilities : dict of {str : float}, optional
         Prior model probabilities, one positive number per model (normalized to sum to 1).
         Defaults to equal probabilities.
@@ -363,6 +441,11 @@ def compare(
           :mod:`pymc_anneal.diagnostics`). Such an estimate is likely biased low and
           its error bars too narrow: rerun it with a larger ``num_steps``.
 
+        - ``second_method``, ``second_log_evidence``, ``second_se``, ``opinions_z`` (only
+          when an entry is a list): the second result's method and estimate beside the
+          first, and the z of their difference. Beyond :data:`SECOND_OPINION_Z` the two
+          disagree: ``warning`` is set, the reason names both, and an
+          :class:`~pymc_anneal.AnnealingWarning` is raised.
         - ``elpd_loo``, ``elpd_loo_se`` (only when every result has a ``log_likelihood``
           group, e.g. ``sample_ais(idata_kwargs={"log_likelihood": True})``): the PSIS-LOO
           expected log predictive density of the posterior draws and its standard error
@@ -414,8 +497,13 @@ def compare(
     names = [str(name) for name in idatas]
     if len(set(names)) != len(names):
         raise AnnealingError(f"model names must be distinct as strings, got {list(idatas)}.")
-    _check_same_quantity(names, list(idatas.values()))
-    estimates = [_estimate(name, value) for name, value in zip(names, idatas.values())]
+    entries = [_opinions(name, value) for name, value in zip(names, idatas.values())]
+    firsts = [first for first, _ in entries]
+    _check_same_quantity(names, firsts)
+    for name, (first, others) in zip(names, entries, strict=True):
+        _check_same_quantity([f"{name}[{i}]" for i in range(1 + len(others))],
+                             [first, *others])
+    estimates = [_estimate(name, value) for name, value in zip(names, firsts)]
     prior = _prior_probabilities(prior_probabilities, list(idatas))
 
     log_z = np.array([e.log_evidence for e in estimates])
@@ -430,7 +518,10 @@ def compare(
     rng = np.random.default_rng(random_seed)
     draws = softmax(log_prior + rng.normal(log_z, se, size=(num_samples, log_z.size)), axis=1)
     tail = (1 - prob) / 2
-    reasons = [_warnings(e) for e in estimates]
+    reasons = [_recorded_warnings(v) if _is_bridge(v) else _warnings(e)
+               for v, e in zip(firsts, estimates)]
+    second = (_second_opinion_columns(names, estimates, entries, reasons)
+              if any(others for _, others in entries) else {})
 
     table = pd.DataFrame({
         "log_evidence": log_z,
@@ -449,13 +540,13 @@ def compare(
         "warning": [bool(r) for r in reasons],
         "warning_reason": ["; ".join(r) for r in reasons],
     }, index=names)
-    loo = _loo_columns(list(idatas.values()))
-    for column, values in loo.items():
+    loo = _loo_columns(firsts)
+    for column, values in {**second, **loo}.items():
         table[column] = values
     table = table.sort_values("log_evidence", ascending=False, kind="stable")
     table.insert(0, "rank", np.arange(len(table)))
     table.attrs.update({"prob": prob, "se": "max(delta-method standard error, chain spread)"})
-    return table[COLUMNS + list(loo)]
+    return table[COLUMNS + list(second) + list(loo)]
 
 
 def _loo_columns(values) -> dict[str, list[float]]:

@@ -86,7 +86,14 @@ def _nan_or(name: str, value, **bounds) -> float:
 
 
 def log_evidence(idata: xr.DataTree) -> EvidenceEstimate:
-    """Pool all chains of an AIS result into one evidence estimate with its standard error."""
+    """Pool all chains of an AIS result into one evidence estimate with its standard error.
+
+    A result of :func:`pymc_anneal.bridge_sampling` gives its pooled estimate instead:
+    ``num_particles`` is its number of posterior-side draws, ``ess`` their effective number,
+    ``pareto_k`` the proposal-side ratios' and ``chain_sd`` the spread of its chains'
+    estimates over sqrt(chains)."""
+    if isinstance(idata, xr.DataTree) and idata.attrs.get("method") == "bridge_sampling":
+        return _bridge_estimate(idata)
     if not isinstance(idata, xr.DataTree) or "particles" not in idata.children \
             or "log_weight" not in idata["particles"].data_vars:
         raise AnnealingError(
@@ -101,3 +108,15 @@ def log_evidence(idata: xr.DataTree) -> EvidenceEstimate:
     chain_sd = float(per_chain.std(ddof=1) / np.sqrt(per_chain.size)) if per_chain.size > 1 else float("nan")
     return EvidenceEstimate(pooled.log_z, pooled.standard_error, chain_sd, pooled.ess,
                             pooled.num_particles, pareto_k(log_w))
+
+
+def _bridge_estimate(idata: xr.DataTree) -> EvidenceEstimate:
+    """The pooled estimate of a :func:`pymc_anneal.bridge_sampling` result (its attributes)."""
+    a = idata.attrs
+    per_chain = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values,
+                           dtype=np.float64)
+    chain_sd = (float(per_chain.std(ddof=1) / np.sqrt(per_chain.size)) if per_chain.size > 1
+                else float("nan"))
+    return EvidenceEstimate(float(a["log_marginal_likelihood"]),
+                            float(a["log_marginal_likelihood_se"]), chain_sd, float(a["ess"]),
+                            int(a["num_draws"]), float(a["pareto_k"]))

@@ -103,8 +103,8 @@ def _check_results(results) -> list[xr.DataTree]:
                 f"a DataTree with method={r.attrs.get('method')!r}, groups {sorted(r.children)}"
             raise AnnealingError(
                 f"merge pools the particles of AIS runs (sample_ais, ais, batched_ais), but "
-                f"result {i} is {what}. RAISE, BDMC, sandwich and exact sums are not averages "
-                "of particles' weights and cannot be pooled this way.")
+                f"result {i} is {what}. RAISE, BDMC, sandwich, bridge sampling and exact sums "
+                "are not averages of particles' weights and cannot be pooled this way.")
     for i, r in enumerate(results):
         if "model_fingerprint" not in r.attrs:
             raise AnnealingError(

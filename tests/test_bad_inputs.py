@@ -97,6 +97,12 @@ def t() -> SimpleNamespace:
         mu = pm.Normal("mu", 0.0, 1.0)
         pm.Normal("y", mu, 1.0, observed=[0.3])
         pm.Potential("p", -mu**2)
+    with pm.Model() as positive:
+        s_ = pm.HalfNormal("s", 1.0)
+        pm.Normal("y", 0.0, s_, observed=[0.3])
+    with pm.Model() as all_discrete:
+        z = pm.Bernoulli("z", 0.5)
+        pm.Normal("y", z, 1.0, observed=[0.3])
     with pm.Model() as undefined_sum:  # sqrt(-0.5) at z = 0
         z = pm.Bernoulli("z", 0.5)
         pm.Normal("y", pt.sqrt(z - 0.5), 1.0, observed=[0.3])
@@ -105,7 +111,7 @@ def t() -> SimpleNamespace:
     estimate = pa.EvidenceEstimate(-10.0, 0.05, 0.04, 800.0, 1000)
     return SimpleNamespace(
         normal=normal, flat=flat, no_data=no_data, poisson=poisson, potential=potential,
-        undefined_sum=undefined_sum,
+        undefined_sum=undefined_sum, positive=positive, all_discrete=all_discrete,
         rbm=rbm, grbm=grbm, binary=(rng.random((5, 6)) < 0.5).astype(float),
         laplace=LaplacePOE(np.eye(2)),
         student_heavy=StudentTPOE(np.array([[1.0], [2.0], [0.5]]), alpha=0.3),
@@ -384,6 +390,67 @@ BDMC = [
 
 @pytest.mark.parametrize("row", table(BDMC))
 def test_bdmc(row, t):
+    check(row, t)
+
+
+# ------------------------------------------------------------------------- bridge_sampling
+
+
+def mu_draws(chains=2, draws=200, name="mu", shape=(), lp=None, **more):
+    """Posterior draws of ``name`` (near the posterior of ``t.normal``), as pm.sample's."""
+    values = np.random.default_rng(1).normal(0.03, 0.58, (chains, draws, *shape))
+    groups = {"posterior": {name: values, **more}}
+    if lp is not None:
+        groups["sample_stats"] = {"lp": np.full((chains, draws), lp)}
+    return az.from_dict(groups)
+
+
+def bridge(t, idata=None, model=None, **kwargs):
+    return pa.bridge_sampling(mu_draws() if idata is None else idata,
+                              t.normal if model is None else model, **kwargs)
+
+
+BRIDGE_SAMPLING = [
+    Row("not a DataTree", lambda t: bridge(t, idata={"mu": np.zeros((2, 200))}),
+        r"bridge_sampling needs the result of pm\.sample .*got dict\."),
+    Row("no posterior group", lambda t: bridge(
+        t, idata=az.from_dict({"sample_stats": {"lp": np.zeros((2, 200))}})),
+        r"got a DataTree with groups \['sample_stats'\]"),
+    Row("a variable missing", lambda t: bridge(t, idata=mu_draws(name="nu")),
+        r"the posterior lacks the model's variables \['mu'\] \(it has \['nu'\]\)"),
+    Row("a variable of another shape", lambda t: bridge(t, idata=mu_draws(shape=(3,))),
+        r"variable 'mu' has draws of shape \(3,\) but the model's has shape \(\)"),
+    Row("too few draws", lambda t: bridge(t, idata=mu_draws(draws=150)),
+        r"at least 200 draws per chain .*got 150"),
+    Row("NaN draws", lambda t: bridge(t, idata=az.from_dict(
+        {"posterior": {"mu": np.full((2, 200), np.nan)}})),
+        r"the posterior draws contain NaN or infinite values"),
+    Row("draws of another model (lp)", lambda t: bridge(t, idata=mu_draws(lp=-3.0)),
+        r"differs from their sample_stats\.lp .* another model or of other data"),
+    Row("draws outside the support", lambda t: bridge(
+        t, model=t.positive, idata=mu_draws(name="s")),
+        r"the model's log density is -inf or NaN at \d+ of 400 posterior draws"),
+    Row("an improper prior", lambda t: bridge(t, model=t.flat),
+        r"the priors of \['mu'\] are improper \(Flat/HalfFlat\)"),
+    Row("no data", lambda t: bridge(t, model=t.no_data), r"the model has no observed data"),
+    Row("an unsummable discrete variable", lambda t: bridge(t, model=t.poisson),
+        r"needs every discrete variable summed out, which fails here: .*sample_ais"),
+    Row("only discrete variables", lambda t: bridge(t, model=t.all_discrete),
+        r"every free variable of the model is discrete \(\['z'\]\), so its evidence is an "
+        r"exact sum"),
+    Row("model given by name", lambda t: bridge(t, model="m"), r"model must be a pymc\.Model"),
+    Row("unknown proposal", lambda t: bridge(t, proposal="t"), r"proposal .*'t'"),
+    Row("tolerance zero", lambda t: bridge(t, tolerance=0.0), r"tolerance must be"),
+    Row("no iterations", lambda t: bridge(t, max_iterations=0),
+        r"max_iterations must be an integer >= 1, got 0"),
+    Row("too few proposal draws", lambda t: bridge(t, num_proposal_draws=10),
+        r"num_proposal_draws must be an integer >= 200, got 10"),
+    Row("a string seed", lambda t: bridge(t, random_seed="x"), r"random_seed must be None"),
+]
+
+
+@pytest.mark.parametrize("row", table(BRIDGE_SAMPLING))
+def test_bridge_sampling(row, t):
     check(row, t)
 
 
@@ -771,6 +838,7 @@ def test_hmc_kernel(row, t):
 def test_every_public_function_has_a_table():
     """A new public function gets a table here (or a reason below why it needs none)."""
     covered = {"sample_ais", "ais", "batched_ais", "reverse_ais", "sandwich", "bdmc",
+               "bridge_sampling",
                "log_evidence", "EvidenceEstimate", "bayes_factor", "compare",
                "evidence_strength", "energy", "HMCKernel", "merge",
                "distributed"}  # its functions: the table test_distributed

@@ -18,7 +18,7 @@ from pymc_anneal.io import result_attrs, schedule_name, versions
 from tests.layout_cases import CASES, DATA, layout, run_case
 
 STORED = json.loads(DATA.read_text())
-FAST = ("ais", "reverse_ais", "sandwich")
+FAST = ("ais", "bridge_sampling", "reverse_ais", "sandwich")
 """The cases of the fast subset (the others compile loops of their own: slow suite)."""
 
 

@@ -20,7 +20,7 @@ LAYERS = [
     ("driver", ["driver"]),
     ("models and results", ["energy", "pymc.adapter", "pymc.discrete", "io", "evidence"]),
     ("entry points", ["partition", "batched", "reverse", "pymc.sampling", "pymc.bdmc",
-                      "pymc.smc", "pymc.arviz_groups"]),
+                      "pymc.smc", "pymc.arviz_groups", "pymc.bridge"]),
     ("reading results", ["comparison", "distributed", "merge", "plots"]),
 ]
 """Bottom to top; a name is a module or a package (every module below it)."""
