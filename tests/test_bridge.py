@@ -33,6 +33,23 @@ from tests.bridge_cases import (
 )
 
 
+def wide_normal(seed: int = 4):
+    """The ``normal`` case's data under a wider prior, ``mu ~ Normal(0.5, 20)``: the model,
+    exact draws of its own posterior (4 x 1000) and its exact log evidence (lower than the
+    ``normal`` case's)."""
+    y = np.asarray(CASES["normal"].params["y"], dtype=float)
+    prior_mean, prior_sd, noise_sd = 0.5, 20.0, 1.5
+    with pm.Model() as model:
+        mu = pm.Normal("mu", prior_mean, prior_sd)
+        pm.Normal("y", mu, noise_sd, observed=y)
+    precision = prior_sd**-2 + y.size / noise_sd**2
+    mean = (prior_mean / prior_sd**2 + y.sum() / noise_sd**2) / precision
+    draws = np.random.default_rng(seed).normal(mean, precision**-0.5, (4, 1000))
+    cov = noise_sd**2 * np.eye(y.size) + prior_sd**2
+    exact = stats.multivariate_normal(np.full(y.size, prior_mean), cov).logpdf(y)
+    return model, az.from_dict({"posterior": {"mu": draws}}), float(exact)
+
+
 def check_estimate(result, truth, tolerance=0.05):
     """Within 3 standard errors and ``tolerance`` nat of ``truth``."""
     est = pa.log_evidence(result)
@@ -93,10 +110,9 @@ def test_log_evidence_compare_and_bayes_factor_take_a_bridge_result():
     assert est.standard_error == result.attrs["log_marginal_likelihood_se"]
     assert est.chain_sd == pytest.approx(per_chain.std(ddof=1) / 2)
     assert est.pareto_k == result.attrs["pareto_k"]
-    with pm.Model() as wider:  # the same data, a wider prior: a lower evidence
-        mu = pm.Normal("mu", 0.5, 20.0)
-        pm.Normal("y", mu, 1.5, observed=CASES["normal"].params["y"])
-    other = pa.bridge_sampling(draws, wider, random_seed=3)
+    wider, wide_draws, wide_exact = wide_normal()  # the same data, a wider prior
+    other = pa.bridge_sampling(wide_draws, wider, random_seed=3)
+    check_estimate(other, wide_exact)
     table = pa.compare({"narrow": result, "wide": other})
     assert list(table.index) == ["narrow", "wide"] and not table["warning"].any()
     bf = pa.bayes_factor(result, other)
@@ -113,10 +129,8 @@ def test_compare_shows_ais_and_bridge_side_by_side():
     ais = pa.sample_ais(model=model, draws=400, chains=2, num_steps=100, random_seed=1,
                         progressbar=False)
     result = pa.bridge_sampling(exact_idata("normal"), model, random_seed=2)
-    with pm.Model() as wider:
-        mu = pm.Normal("mu", 0.5, 20.0)
-        pm.Normal("y", mu, 1.5, observed=CASES["normal"].params["y"])
-    other = pa.bridge_sampling(exact_idata("normal"), wider, random_seed=3)
+    wider, wide_draws, _ = wide_normal()
+    other = pa.bridge_sampling(wide_draws, wider, random_seed=3)
     table = pa.compare({"narrow": [ais, result], "wide": other})
     row = table.loc["narrow"]
     assert row["log_evidence"] == pa.log_evidence(ais).log_evidence
