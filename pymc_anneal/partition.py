@@ -9,6 +9,8 @@ space (:meth:`pymc_anneal.paths.Path.to_model`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import xarray as xr
 
@@ -18,9 +20,9 @@ from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
-from pymc_anneal.pymc.sampling import check_run_weights
+from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS, _auto_variance, check_run_weights
 from pymc_anneal.schedules import make_schedule
-from pymc_anneal.validation import check_count, check_data_rows, check_random_seed
+from pymc_anneal.validation import check_count, check_data_rows, check_num_steps, check_random_seed
 
 __all__ = ["ais"]
 
@@ -31,7 +33,7 @@ def ais(
     *,
     draws: int = 1000,
     chains: int = 4,
-    num_steps: int | None = 1000,
+    num_steps: int | str | None = "auto",
     schedule="linear",
     kernel: str | None = None,
     base: str | None = None,
@@ -50,6 +52,7 @@ def ais(
     target_acceptance: float | None = None,
     momentum_refresh: float | None = None,
     checkpoint=None,
+    dlogz: float | None = None,
 ) -> xr.DataTree:
     r"""Estimate the log partition function :math:`\log Z` of an energy-based model with AIS.
 
@@ -142,10 +145,9 @@ def ais(
     arguments = dict(locals())
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
-    if num_steps is not None:
-        num_steps = check_count("num_steps", num_steps, 1)
-    betas = make_schedule(schedule, num_steps)
-    options = run_options_from(locals())
+    num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    betas = make_schedule(schedule, AUTO_PILOT_STEPS if num_steps == "auto" else num_steps)
+    options = auto_options(run_options_from(locals()), num_steps, dlogz, draws * chains)
     check_data_rows(data)
     ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
@@ -165,6 +167,32 @@ def ais(
              **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
     return to_datatree(result, {"x": np.asarray(path.to_model(result.positions))},
                        var_dims={"x": ["x_dim"]}, rng=rng, attrs=attrs)
+
+
+def auto_options(options, num_steps, dlogz: float | None, num_particles: int):
+    """``options`` with the target variance of ``num_steps="auto"`` (:data:`AUTO_VARIANCE`,
+    or less for ``dlogz``, the target standard error of ``num_particles`` particles), so
+    that the driver's pilot chooses K; ``options`` as they are for a fixed ``num_steps``."""
+    if num_steps != "auto":
+        return options
+    return options.replace(tuning=dataclasses.replace(
+        options.tuning, auto_variance=_auto_variance(dlogz, num_particles)))
+
+
+def forward_num_steps(path, options, schedule, *, draws: int, chains: int,
+                      dlogz: float | None, rng: np.random.Generator, checkpoint=None,
+                      label: str | None = None) -> int:
+    """K of ``num_steps="auto"`` for a run that cannot size itself (a reverse run, per-point
+    runs in one batch): the K that a forward ``num_steps="auto"`` run of ``path`` with
+    ``draws`` x ``chains`` particles ends with (its pilot on :data:`AUTO_PILOT_STEPS`
+    temperatures of ``schedule``, and its repeats, judged on its check chain). Only K is
+    kept; the run's particles are dropped, so the caller's run is independent of the
+    weights that chose K."""
+    sizing = run_annealing(path, betas=make_schedule(schedule, AUTO_PILOT_STEPS), draws=draws,
+                           chains=chains, rng=rng,
+                           options=auto_options(options, "auto", dlogz, draws * chains),
+                           checkpoint=checkpoint, label=f"{label or path.name} (choosing K)")
+    return int(sizing.settings["num_steps"])
 
 
 def model_parts(model) -> list:

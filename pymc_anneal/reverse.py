@@ -59,11 +59,14 @@ from pymc_anneal.io import (
     sandwich_tree,
     schedule_name,
 )
+from pymc_anneal.partition import forward_num_steps
+from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_choice,
     check_count,
     check_counts,
+    check_num_steps,
     check_random_seed,
 )
 
@@ -93,7 +96,7 @@ def reverse_ais(
     model,
     data,
     *,
-    num_steps: int = 1000,
+    num_steps: int | str | None = "auto",
     draws: int = 100,
     schedule="linear",
     base: str | None = None,
@@ -107,6 +110,7 @@ def reverse_ais(
     progressbar: bool = True,
     backend: str = "auto",
     checkpoint=None,
+    dlogz: float | None = None,
 ) -> xr.DataTree:
     r"""Conservative (RAISE) estimates of the test log-likelihoods :math:`\log p(v)`.
 
@@ -127,8 +131,15 @@ def reverse_ais(
         :mod:`pymc_anneal.energy.dbm`; the attribute ``algorithm`` says which).
     data : array (N, num_dims)
         The test points (binary for a BernoulliRBM).
-    num_steps : int, default 1000
-        Number of temperatures K (``None`` when ``schedule`` is an array).
+    num_steps : int or "auto", default "auto"
+        Number of temperatures K (``None`` when ``schedule`` is an array), or ``"auto"``:
+        K is the one a forward ``num_steps="auto"`` run on the same path chooses
+        (:func:`pymc_anneal.ais`, with ``draws`` particles in one chain, plus its check
+        chain), and the reverse chains run through K temperatures of ``schedule``, equally
+        spaced as for an explicit K. The forward run's particles are dropped: only K is
+        kept. A reverse chain from a test point like the model's samples sees about the
+        forward weights' variance, so each point's standard error is about the forward
+        run's for ``draws`` particles. The attribute ``num_steps`` records K.
     draws : int, default 100
         Reverse chains per test point.
     schedule : str or array, default "linear"
@@ -161,6 +172,10 @@ def reverse_ais(
         ``num_steps``. The attribute ``bracket`` records the classification.
     random_seed, progressbar, backend, checkpoint
         As in :func:`pymc_anneal.ais`.
+    dlogz : float, optional
+        With ``num_steps="auto"``: the target standard error of each test point's estimate
+        (of ``draws`` reverse chains); K is chosen by the forward run for this target, as
+        ``dlogz`` of :func:`pymc_anneal.ais` for ``draws`` particles.
 
     Returns
     -------
@@ -196,9 +211,9 @@ def reverse_ais(
     """
     arguments = dict(locals())
     _check_energy_model("reverse_ais", model)
-    if num_steps is not None:
-        num_steps = check_count("num_steps", num_steps, 1)
-    betas = make_schedule(schedule, num_steps)
+    num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    auto = num_steps == "auto"
+    betas = make_schedule(schedule, AUTO_PILOT_STEPS if auto else num_steps)
     draws = check_count("draws", draws, 2)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 1)
     options = run_options(backend=backend, progressbar=progressbar)
@@ -221,6 +236,11 @@ def reverse_ais(
     options = options.replace(kernel=kernel)
     check_run(path, options, draws=draws, chains=test.shape[0],  # before the repeats below
               num_steps=betas.size - 1 + num_mixing_steps, direction="backward")
+    if auto:  # K from a forward run on the same path; the reverse run is independent of it
+        size_rng, rng = rng.spawn(2)
+        betas = make_schedule(schedule, forward_num_steps(
+            path, options, schedule, draws=draws, chains=1, dlogz=dlogz, rng=size_rng,
+            checkpoint=ckpt, label=model.name))
     algorithm, initial, offset, rng = _reverse_start(model, path, test, log_f, betas, draws,
                                                      rng, options, ckpt)
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
@@ -423,7 +443,7 @@ def sandwich(
     model,
     data,
     *,
-    num_steps=(100, 1000),
+    num_steps="auto",
     draws: int = 100,
     ais_draws: int = 1000,
     ais_chains: int = 4,
@@ -434,6 +454,7 @@ def sandwich(
     random_seed=None,
     progressbar: bool = True,
     backend: str = "auto",
+    dlogz: float | None = None,
 ) -> xr.DataTree:
     r"""AIS and RAISE on the same schedules: the test log-likelihood bracketed, against K.
 
@@ -450,13 +471,19 @@ def sandwich(
         AIS side, is exact for a small top layer and importance-sampled otherwise).
     data : array (N, num_dims)
         Test points.
-    num_steps : int or sequence of int, default (100, 1000)
+    num_steps : int, sequence of int or "auto", default "auto"
+        The values of K, or ``"auto"``: one K, the one the AIS run chooses
+        (:func:`pymc_anneal.ais` with ``num_steps="auto"``), and RAISE on the same K (its
+        schedule equally spaced, as for an explicit K).
     draws : int, default 100
         RAISE chains per test point.
     ais_draws, ais_chains : int, default 1000 and 4
         AIS particles per chain, and chains.
     schedule, base, base_data, moments, random_seed, progressbar, backend
         As in :func:`reverse_ais` (AIS gets ``base_data`` as its ``data``).
+    dlogz : float, optional
+        With ``num_steps="auto"``: the AIS run's target standard error of :math:`\log Z`
+        (``dlogz`` of :func:`pymc_anneal.ais`).
 
     Returns
     -------
@@ -478,27 +505,34 @@ def sandwich(
     from pymc_anneal.evidence import log_evidence
     from pymc_anneal.partition import ais
 
-    steps = check_counts("num_steps", num_steps, 1)
+    auto = isinstance(num_steps, str) and num_steps == "auto"
+    steps = [num_steps] if isinstance(num_steps, str) else check_counts("num_steps", num_steps, 1)
+    check_num_steps(steps[-1], schedule, dlogz)  # a bad name, an array with "auto", dlogz
     _check_energy_model("sandwich", model)
     rng, seed_attr = check_random_seed(random_seed)
     test = _test_data(model, data)
     log_f = float(np.mean(_log_f(model, test, np.random.default_rng(0))))
     rows = []
-    for k in steps:
+    common = {"schedule": schedule, "base": base, "moments": moments,
+              "progressbar": progressbar, "backend": backend}
+    for i, k in enumerate(steps):
         ais_rng, raise_rng = rng.spawn(2)
-        raised = reverse_ais(model, test, num_steps=k, draws=draws, schedule=schedule,
-                             base=base, base_data=base_data, moments=moments,
-                             random_seed=raise_rng, progressbar=progressbar,
-                             backend=backend)["sample_stats"]
+        if not auto:
+            raised = reverse_ais(model, test, num_steps=k, draws=draws, base_data=base_data,
+                                 random_seed=raise_rng, **common)["sample_stats"]
         with warnings.catch_warnings(record=True) as caught:  # small K: expected, recorded
             warnings.simplefilter("always", AnnealingWarning)
-            forward = log_evidence(ais(model, num_steps=k, draws=ais_draws, chains=ais_chains,
-                                       schedule=schedule, base=base, data=base_data,
-                                       moments=moments, random_seed=ais_rng,
-                                       progressbar=progressbar, backend=backend))
+            result = ais(model, num_steps=k, draws=ais_draws, chains=ais_chains,
+                         data=base_data, random_seed=ais_rng, dlogz=dlogz, **common)
+            forward = log_evidence(result)
         for w in caught:
             if not issubclass(w.category, AnnealingWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if auto:  # RAISE on the K that AIS chose
+            steps[i] = int(result.attrs["num_steps"])
+            raised = reverse_ais(model, test, num_steps=steps[i], draws=draws,
+                                 base_data=base_data, random_seed=raise_rng,
+                                 **common)["sample_stats"]
         rows.append((log_f - forward.log_evidence, forward.standard_error,
                      raised["mean_log_likelihood"].item(),
                      raised["mean_log_likelihood_se"].item(),
