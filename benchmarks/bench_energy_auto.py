@@ -25,15 +25,15 @@ import os
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")  # cap BLAS threads before NumPy loads
 
-import argparse  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
+import argparse
+import pathlib
+import time
+import warnings
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import pymc_anneal as pa  # noqa: E402
-from pymc_anneal.energy import BernoulliRBM, binarized_digits, train_rbm  # noqa: E402
+import pymc_anneal as pa
+from pymc_anneal.energy import BernoulliRBM, binarized_digits, train_rbm
 
 CACHE = pathlib.Path(__file__).resolve().parent / "data" / "hard_rbm_digits.npz"
 SCALE = 2.0

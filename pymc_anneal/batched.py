@@ -169,7 +169,7 @@ def _sized_num_steps(model, path, options, schedule, draws: int, chains: int,
        \sigma^2`, so that the hardest point meets the target too.
     """
     data = path.parameters["data"]
-    pick_rng, check_rng, rng = rng.spawn(3)
+    pick_rng, checks_rng, rng = rng.spawn(3)
     rows = np.sort(pick_rng.choice(data.shape[0], size=min(AUTO_SIZING_POINTS, data.shape[0]),
                                    replace=False))
     first = max(forward_num_steps(model.evidence_path(data[[n]]), options, schedule,
@@ -177,7 +177,7 @@ def _sized_num_steps(model, path, options, schedule, draws: int, chains: int,
                                   checkpoint=checkpoint, label=f"{model.name} (point {n})")
                 for n, point_rng in zip(rows, rng.spawn(rows.size)))
     points, target, num_steps = data.shape[0], _auto_variance(dlogz, draws * chains), first
-    for check_rng in check_rng.spawn(AUTO_MAX_RERUNS):
+    for check_rng in checks_rng.spawn(AUTO_MAX_RERUNS):
         check = run_annealing(path, betas=make_schedule(schedule, num_steps),
                               draws=draws * points, chains=1, rng=check_rng, options=options,
                               checkpoint=checkpoint,

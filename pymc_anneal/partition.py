@@ -75,8 +75,17 @@ def ais(
         Particles per chain (>= 2).
     chains : int, default 4
         Independent runs; their spread checks the standard error.
-    num_steps : int, default 1000
-        Number of temperatures K (``None`` when ``schedule`` is an array).
+    num_steps : int or "auto", default "auto"
+        Number of temperatures K (``None`` when ``schedule`` is an array), or ``"auto"``
+        (the default with a schedule name): the effort follows the problem, as in
+        :func:`pymc_anneal.sample_ais`. A pilot on ``AUTO_PILOT_STEPS`` (256) temperatures
+        of ``schedule`` measures the path's thermodynamic length :math:`\mathcal L` and
+        the kernel's inefficiency :math:`\tau` (Gibbs sweeps as HMC), and the run takes
+        :math:`K = \lceil \tau \mathcal L^2 / \sigma^2 \rceil` temperatures of equal
+        thermodynamic length (20 to 20,000), :math:`\sigma^2` = 0.7 the target variance
+        of the log weights; a run whose extra check chain misses the target is repeated
+        with more temperatures (at most twice), and one still off target warns. K,
+        :math:`\mathcal L`, :math:`\tau` and the repeats are in the result's attributes.
     schedule : str or array, default "linear"
         A name from :data:`pymc_anneal.schedules.SCHEDULES` (``"kiwaki_aihara"`` is the
         4-band schedule of the GRBM paper), ``"adaptive"``, or an array from 0 to 1.
@@ -112,6 +121,10 @@ def ais(
     checkpoint : str or os.PathLike, optional
         A file that holds the run's state after every chunk of temperatures; calling again
         with it resumes, as in :func:`pymc_anneal.sample_ais`.
+    dlogz : float, optional
+        With ``num_steps="auto"``: a target standard error of :math:`\log Z`; the target
+        variance becomes :math:`\min(0.7, \log(1 + N\,\mathrm{dlogz}^2))` for N
+        particles in all, as in :func:`pymc_anneal.sample_ais`.
 
     Returns
     -------

@@ -227,13 +227,8 @@ def reverse_ais(
     all_log_f = _log_f(model, test, path_rng)
     index, rng = _subsample(test.shape[0], subsample, rng)
     test, log_f = test[index], all_log_f[index]
-    path, kernel = model.annealing_path(base=base, data=base_data, moments=moments, rng=path_rng)
-    if "gibbs_sweep" not in path.capabilities:
-        raise AnnealingError(
-            f"RAISE needs a model whose hidden units can be summed out and resampled from "
-            f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
-            f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
-    options = options.replace(kernel=kernel)
+    path, options = _raise_path(model, options, path_rng, base=base, data=base_data,
+                                moments=moments)
     check_run(path, options, draws=draws, chains=test.shape[0],  # before the repeats below
               num_steps=betas.size - 1 + num_mixing_steps, direction="backward")
     if auto:  # K from a forward run on the same path; the reverse run is independent of it
@@ -273,6 +268,18 @@ def reverse_ais(
         control_variate=control_variate if subsample is not None else None,
         schedule=schedule_name(schedule), random_seed=seed_attr, model=model.name)
     return point_estimates_tree(log_w, estimates, mean, mean_se, extra=extra, attrs=attrs)
+
+
+def _raise_path(model, options, rng, **base):
+    """The annealing path of RAISE (one with Gibbs conditionals) and ``options`` with its
+    kernel."""
+    path, kernel = model.annealing_path(rng=rng, **base)
+    if "gibbs_sweep" not in path.capabilities:
+        raise AnnealingError(
+            f"RAISE needs a model whose hidden units can be summed out and resampled from "
+            f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
+            f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
+    return path, options.replace(kernel=kernel)
 
 
 def _subsample(num_points: int, subsample: int | None, rng: np.random.Generator):
