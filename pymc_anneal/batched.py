@@ -22,7 +22,7 @@ from pymc_anneal.driver.tuning import AUTO_MAX_RERUNS, AUTO_MAX_STEPS
 from pymc_anneal.estimators import effective_sample_size, estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
-from pymc_anneal.partition import forward_num_steps, model_fingerprint, model_parts
+from pymc_anneal.partition import forward_schedule, model_fingerprint, model_parts
 from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS, _auto_variance
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
@@ -172,9 +172,9 @@ def _sized_num_steps(model, path, options, schedule, draws: int, chains: int,
     pick_rng, checks_rng, rng = rng.spawn(3)
     rows = np.sort(pick_rng.choice(data.shape[0], size=min(AUTO_SIZING_POINTS, data.shape[0]),
                                    replace=False))
-    first = max(forward_num_steps(model.evidence_path(data[[n]]), options, schedule,
-                                  draws=draws, chains=chains, dlogz=dlogz, rng=point_rng,
-                                  checkpoint=checkpoint, label=f"{model.name} (point {n})")
+    first = max(forward_schedule(model.evidence_path(data[[n]]), options, schedule,
+                                 draws=draws, chains=chains, dlogz=dlogz, rng=point_rng,
+                                 checkpoint=checkpoint, label=f"{model.name} (point {n})").size - 1
                 for n, point_rng in zip(rows, rng.spawn(rows.size)))
     points, target, num_steps = data.shape[0], _auto_variance(dlogz, draws * chains), first
     for check_rng in checks_rng.spawn(AUTO_MAX_RERUNS):

@@ -192,20 +192,21 @@ def auto_options(options, num_steps, dlogz: float | None, num_particles: int):
         options.tuning, auto_variance=_auto_variance(dlogz, num_particles)))
 
 
-def forward_num_steps(path, options, schedule, *, draws: int, chains: int,
-                      dlogz: float | None, rng: np.random.Generator, checkpoint=None,
-                      label: str | None = None) -> int:
-    """K of ``num_steps="auto"`` for a run that cannot size itself (a reverse run, per-point
-    runs in one batch): the K that a forward ``num_steps="auto"`` run of ``path`` with
-    ``draws`` x ``chains`` particles ends with (its pilot on :data:`AUTO_PILOT_STEPS`
-    temperatures of ``schedule``, and its repeats, judged on its check chain). Only K is
-    kept; the run's particles are dropped, so the caller's run is independent of the
-    weights that chose K."""
+def forward_schedule(path, options, schedule, *, draws: int, chains: int,
+                     dlogz: float | None, rng: np.random.Generator, checkpoint=None,
+                     label: str | None = None) -> np.ndarray:
+    """The temperatures of ``num_steps="auto"`` for a run that cannot size itself (a
+    reverse run, per-point runs in one batch): those that a forward ``num_steps="auto"``
+    run of ``path`` with ``draws`` x ``chains`` particles ends with (its pilot on
+    :data:`AUTO_PILOT_STEPS` temperatures of ``schedule``, K of equal thermodynamic length,
+    its repeats judged on its check chain), from 0 to 1. Only the schedule is kept; the
+    run's particles are dropped, so the caller's run is independent of the weights that
+    chose it."""
     sizing = run_annealing(path, betas=make_schedule(schedule, AUTO_PILOT_STEPS), draws=draws,
                            chains=chains, rng=rng,
                            options=auto_options(options, "auto", dlogz, draws * chains),
                            checkpoint=checkpoint, label=f"{label or path.name} (choosing K)")
-    return int(sizing.settings["num_steps"])
+    return np.asarray(sizing.betas, dtype=np.float64)
 
 
 def model_parts(model) -> list:

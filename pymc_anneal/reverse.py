@@ -59,7 +59,7 @@ from pymc_anneal.io import (
     sandwich_tree,
     schedule_name,
 )
-from pymc_anneal.partition import forward_num_steps
+from pymc_anneal.partition import forward_schedule
 from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
@@ -133,11 +133,10 @@ def reverse_ais(
         The test points (binary for a BernoulliRBM).
     num_steps : int or "auto", default "auto"
         Number of temperatures K (``None`` when ``schedule`` is an array), or ``"auto"``:
-        K is the one a forward ``num_steps="auto"`` run on the same path chooses
-        (:func:`pymc_anneal.ais`, with ``draws`` particles in one chain, plus its check
-        chain), and the reverse chains run through K temperatures of ``schedule``, equally
-        spaced as for an explicit K. The forward run's particles are dropped: only K is
-        kept. A reverse chain from a test point like the model's samples sees about the
+        the reverse chains run through the temperatures that a forward
+        ``num_steps="auto"`` run on the same path ends with (:func:`pymc_anneal.ais`, with
+        ``draws`` particles in one chain, plus its check chain: K of equal thermodynamic
+        length). The forward run's particles are dropped: only its schedule is kept. A reverse chain from a test point like the model's samples sees about the
         forward weights' variance, so each point's standard error is about the forward
         run's for ``draws`` particles. The attribute ``num_steps`` records K.
     draws : int, default 100
@@ -231,11 +230,10 @@ def reverse_ais(
                                 moments=moments)
     check_run(path, options, draws=draws, chains=test.shape[0],  # before the repeats below
               num_steps=betas.size - 1 + num_mixing_steps, direction="backward")
-    if auto:  # K from a forward run on the same path; the reverse run is independent of it
+    if auto:  # a forward run's schedule; the reverse run is independent of its weights
         size_rng, rng = rng.spawn(2)
-        betas = make_schedule(schedule, forward_num_steps(
-            path, options, schedule, draws=draws, chains=1, dlogz=dlogz, rng=size_rng,
-            checkpoint=ckpt, label=model.name))
+        betas = forward_schedule(path, options, schedule, draws=draws, chains=1, dlogz=dlogz,
+                                 rng=size_rng, checkpoint=ckpt, label=model.name)
     algorithm, initial, offset, rng = _reverse_start(model, path, test, log_f, betas, draws,
                                                      rng, options, ckpt)
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
@@ -480,8 +478,8 @@ def sandwich(
         Test points.
     num_steps : int, sequence of int or "auto", default "auto"
         The values of K, or ``"auto"``: one K, the one the AIS run chooses
-        (:func:`pymc_anneal.ais` with ``num_steps="auto"``), and RAISE on the same K (its
-        schedule equally spaced, as for an explicit K).
+        (:func:`pymc_anneal.ais` with ``num_steps="auto"``), and RAISE through the same
+        temperatures (those of the AIS run, of equal thermodynamic length).
     draws : int, default 100
         RAISE chains per test point.
     ais_draws, ais_chains : int, default 1000 and 4
@@ -535,11 +533,13 @@ def sandwich(
         for w in caught:
             if not issubclass(w.category, AnnealingWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if auto:  # RAISE on the K that AIS chose
-            steps[i] = int(result.attrs["num_steps"])
-            raised = reverse_ais(model, test, num_steps=steps[i], draws=draws,
+        if auto:  # RAISE on the temperatures that AIS chose
+            betas = result["annealing_stats"]["beta"].values[0]
+            steps[i] = betas.size
+            raised = reverse_ais(model, test, num_steps=None, draws=draws,
                                  base_data=base_data, random_seed=raise_rng,
-                                 **common)["sample_stats"]
+                                 **{**common, "schedule": np.concatenate([[0.0], betas])}
+                                 )["sample_stats"]
         rows.append((log_f - forward.log_evidence, forward.standard_error,
                      raised["mean_log_likelihood"].item(),
                      raised["mean_log_likelihood_se"].item(),
