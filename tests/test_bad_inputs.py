@@ -212,6 +212,25 @@ def test_sample_ais(row, t):
     check(row, t)
 
 
+AUTO_REFUSALS = [  # (id, arguments, match): num_steps="auto" and dlogz, at num_steps=5
+    ("num_steps a name other than auto", {"num_steps": "fast"},
+     r'num_steps must be an integer >= 1 or "auto", got \'fast\''),
+    ("num_steps auto with a schedule array",
+     {"num_steps": "auto", "schedule": np.linspace(0, 1, 5)},
+     r'num_steps="auto" chooses the temperatures itself; give a schedule name'),
+    ("dlogz with a fixed num_steps", {"dlogz": 0.1},
+     r'dlogz is the target error of num_steps="auto"; with a fixed num_steps \(5\) it has no'),
+    ("dlogz negative", {"num_steps": "auto", "dlogz": -1.0},
+     r"dlogz must be a positive float \(finite and > 0\), got -1\.0"),
+]
+
+
+def auto_rows(call) -> list[Row]:
+    """The rows of :data:`AUTO_REFUSALS` for an entry point (``call(t, **arguments)``)."""
+    return [Row(name, lambda t, arguments=arguments: call(t, **arguments), match)
+            for name, arguments, match in AUTO_REFUSALS]
+
+
 # ------------------------------------------------------------------------------------- ais
 
 
@@ -228,16 +247,7 @@ AIS = [
     Row("draws below 2", lambda t: ais(t, draws=1), r"draws must be an integer >= 2, got 1"),
     Row("no chains", lambda t: ais(t, chains=0), r"chains must be an integer >= 1, got 0"),
     Row("num_steps zero", lambda t: ais(t, num_steps=0), r"num_steps must be an integer >= 1"),
-    Row("num_steps a name other than auto", lambda t: ais(t, num_steps="fast"),
-        r'num_steps must be an integer >= 1 or "auto", got \'fast\''),
-    Row("num_steps auto with a schedule array",
-        lambda t: ais(t, num_steps="auto", schedule=np.linspace(0, 1, 5)),
-        r'num_steps="auto" chooses the temperatures itself; give a schedule name'),
-    Row("dlogz with a fixed num_steps", lambda t: ais(t, dlogz=0.1),
-        r'dlogz is the target error of num_steps="auto"; with a fixed num_steps \(5\) it has '
-        r"no effect"),
-    Row("dlogz negative", lambda t: ais(t, num_steps="auto", dlogz=-1.0),
-        r"dlogz must be a positive float \(finite and > 0\), got -1\.0"),
+    *auto_rows(ais),
     Row("unknown kernel", lambda t: ais(t, kernel="nuts"), r"unknown kernel 'nuts'"),
     Row("unknown backend", lambda t: ais(t, backend="gpu"), r"unknown backend 'gpu'"),
     Row("random_seed True", lambda t: ais(t, random_seed=True),
@@ -287,16 +297,7 @@ BATCHED_AIS = [
         r"energy model use pymc_anneal\.ais"),
     Row("draws below 2", lambda t: batched(t, draws=1), r"draws must be an integer >= 2"),
     Row("num_steps zero", lambda t: batched(t, num_steps=0), r"num_steps must be an integer"),
-    Row("num_steps a name other than auto", lambda t: batched(t, num_steps="fast"),
-        r'num_steps must be an integer >= 1 or "auto", got \'fast\''),
-    Row("num_steps auto with a schedule array",
-        lambda t: batched(t, num_steps="auto", schedule=np.linspace(0, 1, 5)),
-        r'num_steps="auto" chooses the temperatures itself; give a schedule name'),
-    Row("dlogz with a fixed num_steps", lambda t: batched(t, dlogz=0.1),
-        r'dlogz is the target error of num_steps="auto"; with a fixed num_steps \(5\) it has '
-        r"no effect"),
-    Row("dlogz negative", lambda t: batched(t, num_steps="auto", dlogz=-1.0),
-        r"dlogz must be a positive float \(finite and > 0\), got -1\.0"),
+    *auto_rows(batched),
     Row("unknown kernel", lambda t: batched(t, kernel="nuts"), r"unknown kernel 'nuts'"),
     Row("random_seed True", lambda t: batched(t, random_seed=True),
         r"random_seed must be None, .*got True"),
@@ -335,16 +336,7 @@ REVERSE_AIS = [
     Row("draws below 2", lambda t: reverse(t, draws=1), r"draws must be an integer >= 2"),
     Row("num_steps zero", lambda t: reverse(t, num_steps=0),
         r'num_steps must be an integer >= 1 or "auto", got 0'),
-    Row("num_steps a name other than auto", lambda t: reverse(t, num_steps="fast"),
-        r'num_steps must be an integer >= 1 or "auto", got \'fast\''),
-    Row("num_steps auto with a schedule array",
-        lambda t: reverse(t, num_steps="auto", schedule=np.linspace(0, 1, 5)),
-        r'num_steps="auto" chooses the temperatures itself; give a schedule name'),
-    Row("dlogz with a fixed num_steps", lambda t: reverse(t, dlogz=0.1),
-        r'dlogz is the target error of num_steps="auto"; with a fixed num_steps \(5\) it has '
-        r"no effect"),
-    Row("dlogz negative", lambda t: reverse(t, num_steps="auto", dlogz=-1.0),
-        r"dlogz must be a positive float \(finite and > 0\), got -1\.0"),
+    *auto_rows(reverse),
     Row("no mixing steps", lambda t: reverse(t, num_mixing_steps=0),
         r"num_mixing_steps must be an integer >= 1, got 0"),
     Row("unknown control variate", lambda t: reverse(t, subsample=2, control_variate="x"),
@@ -375,16 +367,7 @@ SANDWICH = [
         r"num_steps must be an integer >= 1 or a non-empty list of them"),
     Row("a zero among the temperatures", lambda t: sandwich(t, num_steps=[10, 0]),
         r"num_steps must be an integer >= 1, got 0"),
-    Row("num_steps a name other than auto", lambda t: sandwich(t, num_steps="fast"),
-        r'num_steps must be an integer >= 1 or "auto", got \'fast\''),
-    Row("num_steps auto with a schedule array",
-        lambda t: sandwich(t, num_steps="auto", schedule=np.linspace(0, 1, 5)),
-        r'num_steps="auto" chooses the temperatures itself; give a schedule name'),
-    Row("dlogz with a fixed num_steps", lambda t: sandwich(t, dlogz=0.1),
-        r'dlogz is the target error of num_steps="auto"; with a fixed num_steps \(5\) it has '
-        r"no effect"),
-    Row("dlogz negative", lambda t: sandwich(t, num_steps="auto", dlogz=-1.0),
-        r"dlogz must be a positive float \(finite and > 0\), got -1\.0"),
+    *auto_rows(sandwich),
     Row("a PyMC model", lambda t: sandwich(t, t.normal),
         r"sandwich needs an energy model .*got Model"),
     Row("random_seed True", lambda t: sandwich(t, random_seed=True),
