@@ -18,17 +18,30 @@ from pymc_anneal.backends import interruptible
 from pymc_anneal.diagnostics import weight_warnings
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
-from pymc_anneal.estimators import estimate_log_z, pooled_mean
+from pymc_anneal.driver.tuning import AUTO_MAX_RERUNS, AUTO_MAX_STEPS
+from pymc_anneal.estimators import effective_sample_size, estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
-from pymc_anneal.partition import model_fingerprint, model_parts
+from pymc_anneal.partition import forward_schedule, model_fingerprint, model_parts
+from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS, _auto_variance
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_count,
+    check_num_steps,
     check_random_seed,
 )
 
 __all__ = ["batched_ais"]
+
+AUTO_POINT_SE = 0.03
+"""With ``num_steps="auto"`` and no ``dlogz``, the target standard error of each point's
+log-likelihood: a per-point estimate is read on its own (within 0.1 nat at three standard
+errors), so the target is tighter than the log-weight variance of
+:data:`pymc_anneal.pymc.sampling.AUTO_VARIANCE` (0.7: a standard error of 0.07 for 200
+particles)."""
+AUTO_SIZING_POINTS = 3
+"""With ``num_steps="auto"``, the test points (drawn at random) whose own forward runs
+choose K for all points (the largest of their K)."""
 
 
 @interruptible()  # Ctrl-C stops the call, even when Python would lose it
@@ -38,7 +51,7 @@ def batched_ais(
     *,
     draws: int = 100,
     chains: int = 2,
-    num_steps: int | None = 1000,
+    num_steps: int | str | None = "auto",
     schedule="linear",
     kernel: str | None = None,
     random_seed=None,
@@ -52,6 +65,7 @@ def batched_ais(
     target_acceptance: float | None = None,
     momentum_refresh: float | None = None,
     checkpoint=None,
+    dlogz: float | None = None,
 ) -> xr.DataTree:
     r"""Estimate :math:`\log p(\mathbf x_n)` for every test point of a generative model.
 
@@ -67,7 +81,22 @@ def batched_ais(
         Particles per chain and point.
     chains : int, default 2
         Independent chains per point; their spread checks each point's standard error.
-    num_steps, schedule, kernel, random_seed, progressbar, backend, checkpoint
+    num_steps : int or "auto", default "auto"
+        Number of temperatures K (``None`` when ``schedule`` is an array), or ``"auto"``:
+        the weights of different points cannot be pooled to judge K (their ESS would
+        measure how the points' evidences differ), so K starts from the largest of the K
+        that a forward ``num_steps="auto"`` run (:func:`pymc_anneal.ais`, ``draws`` x
+        ``chains`` particles) chooses for each of :data:`AUTO_SIZING_POINTS` test points
+        drawn at random, and is scaled up by a check batch (one chain of ``draws`` per
+        point) until the point with the most variable log weights meets the target (see
+        ``_sized_num_steps``); then all points run through K temperatures of ``schedule``,
+        equally spaced as for an explicit K. The sizing runs' particles are dropped, so
+        the reported weights never chose K. A point that still needs more warns (see
+        Returns).
+    dlogz : float, optional
+        With ``num_steps="auto"``: the target standard error of each point's estimate
+        (``dlogz`` of the sizing runs); default :data:`AUTO_POINT_SE` (0.03).
+    schedule, kernel, random_seed, progressbar, backend, checkpoint
         As in :func:`pymc_anneal.ais` (default kernel ``"hais"``).
     num_leapfrog_steps, step_size, mass_matrix, num_tuning_bands, num_pilot, target_acceptance, momentum_refresh
         Kernel and tuning settings, as in :func:`pymc_anneal.sample_ais`.
@@ -95,14 +124,18 @@ def batched_ais(
             f"{type(model).__name__}. For the log Z of an energy model use pymc_anneal.ais.")
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
-    if num_steps is not None:
-        num_steps = check_count("num_steps", num_steps, 1)
-    betas = make_schedule(schedule, num_steps)
+    num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    betas = make_schedule(schedule, AUTO_PILOT_STEPS if num_steps == "auto" else num_steps)
     options = run_options_from({**locals(), "kernel": kernel or "hais"})
     ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
     path = model.evidence_path(data)
     points = int(path.parameters["data"].shape[0])
+    if num_steps == "auto":
+        size_rng, rng = rng.spawn(2)
+        betas = make_schedule(schedule, _sized_num_steps(
+            model, path, options, schedule, draws, chains,
+            AUTO_POINT_SE if dlogz is None else dlogz, size_rng, ckpt))
     run = run_annealing(path, betas=betas, draws=draws * points, chains=chains, rng=rng,
                         options=options, label=f"{model.name} ({points} points)",
                         checkpoint=ckpt)
@@ -118,6 +151,44 @@ def batched_ais(
                          random_seed=seed_attr, model=model.name,
                          model_fingerprint=model_fingerprint(model, path))
     return point_estimates_tree(log_w, estimates, mean, mean_se, run=run, attrs=attrs)
+
+
+def _sized_num_steps(model, path, options, schedule, draws: int, chains: int,
+                     dlogz: float | None, rng: np.random.Generator, checkpoint) -> int:
+    r"""K of ``num_steps="auto"``, in two steps that never use the reported weights.
+
+    1. :math:`K_0`: the largest K that forward ``num_steps="auto"`` runs choose for
+       :data:`AUTO_SIZING_POINTS` test points drawn at random, each on its own (one point's
+       weights judge its K).
+    2. Check batches (at most :data:`~pymc_anneal.driver.tuning.AUTO_MAX_RERUNS`): one
+       chain of ``draws`` particles per point through K temperatures; with
+       :math:`v_n = \log(\mathrm{draws} / \mathrm{ESS}_n)` each point's realized variance
+       of the log weights and :math:`\sigma^2` the target, K becomes
+       :math:`\lceil K \max_n v_n / \sigma^2 \rceil` (at most
+       :data:`~pymc_anneal.driver.tuning.AUTO_MAX_STEPS`) while :math:`\max_n v_n >
+       \sigma^2`, so that the hardest point meets the target too.
+    """
+    data = path.parameters["data"]
+    pick_rng, checks_rng, rng = rng.spawn(3)
+    rows = np.sort(pick_rng.choice(data.shape[0], size=min(AUTO_SIZING_POINTS, data.shape[0]),
+                                   replace=False))
+    first = max(forward_schedule(model.evidence_path(data[[n]]), options, schedule,
+                                 draws=draws, chains=chains, dlogz=dlogz, rng=point_rng,
+                                 checkpoint=checkpoint, label=f"{model.name} (point {n})").size - 1
+                for n, point_rng in zip(rows, rng.spawn(rows.size)))
+    points, target, num_steps = data.shape[0], _auto_variance(dlogz, draws * chains), first
+    for check_rng in checks_rng.spawn(AUTO_MAX_RERUNS):
+        check = run_annealing(path, betas=make_schedule(schedule, num_steps),
+                              draws=draws * points, chains=1, rng=check_rng, options=options,
+                              checkpoint=checkpoint,
+                              label=f"{model.name} ({points} points, checking K)")
+        log_w = check.log_weights.reshape(draws, points).T  # (points, draws)
+        realized = max(float(np.log(draws / max(effective_sample_size(w), 1.0)))
+                       for w in log_w)
+        if realized <= target or num_steps >= AUTO_MAX_STEPS:
+            break
+        num_steps = int(min(np.ceil(num_steps * realized / target), AUTO_MAX_STEPS))
+    return num_steps
 
 
 def _check_weights(log_w: np.ndarray) -> None:

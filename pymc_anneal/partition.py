@@ -9,6 +9,8 @@ space (:meth:`pymc_anneal.paths.Path.to_model`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import xarray as xr
 
@@ -18,9 +20,9 @@ from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
-from pymc_anneal.pymc.sampling import check_run_weights
+from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS, _auto_variance, check_run_weights
 from pymc_anneal.schedules import make_schedule
-from pymc_anneal.validation import check_count, check_data_rows, check_random_seed
+from pymc_anneal.validation import check_count, check_data_rows, check_num_steps, check_random_seed
 
 __all__ = ["ais"]
 
@@ -31,7 +33,7 @@ def ais(
     *,
     draws: int = 1000,
     chains: int = 4,
-    num_steps: int | None = 1000,
+    num_steps: int | str | None = "auto",
     schedule="linear",
     kernel: str | None = None,
     base: str | None = None,
@@ -50,6 +52,7 @@ def ais(
     target_acceptance: float | None = None,
     momentum_refresh: float | None = None,
     checkpoint=None,
+    dlogz: float | None = None,
 ) -> xr.DataTree:
     r"""Estimate the log partition function :math:`\log Z` of an energy-based model with AIS.
 
@@ -72,8 +75,17 @@ def ais(
         Particles per chain (>= 2).
     chains : int, default 4
         Independent runs; their spread checks the standard error.
-    num_steps : int, default 1000
-        Number of temperatures K (``None`` when ``schedule`` is an array).
+    num_steps : int or "auto", default "auto"
+        Number of temperatures K (``None`` when ``schedule`` is an array), or ``"auto"``
+        (the default with a schedule name): the effort follows the problem, as in
+        :func:`pymc_anneal.sample_ais`. A pilot on ``AUTO_PILOT_STEPS`` (256) temperatures
+        of ``schedule`` measures the path's thermodynamic length :math:`\mathcal L` and
+        the kernel's inefficiency :math:`\tau` (Gibbs sweeps as HMC), and the run takes
+        :math:`K = \lceil \tau \mathcal L^2 / \sigma^2 \rceil` temperatures of equal
+        thermodynamic length (20 to 20,000), :math:`\sigma^2` = 0.7 the target variance
+        of the log weights; a run whose extra check chain misses the target is repeated
+        with more temperatures (at most twice), and one still off target warns. K,
+        :math:`\mathcal L`, :math:`\tau` and the repeats are in the result's attributes.
     schedule : str or array, default "linear"
         A name from :data:`pymc_anneal.schedules.SCHEDULES` (``"kiwaki_aihara"`` is the
         4-band schedule of the GRBM paper), ``"adaptive"``, or an array from 0 to 1.
@@ -109,6 +121,10 @@ def ais(
     checkpoint : str or os.PathLike, optional
         A file that holds the run's state after every chunk of temperatures; calling again
         with it resumes, as in :func:`pymc_anneal.sample_ais`.
+    dlogz : float, optional
+        With ``num_steps="auto"``: a target standard error of :math:`\log Z`; the target
+        variance becomes :math:`\min(0.7, \log(1 + N\,\mathrm{dlogz}^2))` for N
+        particles in all, as in :func:`pymc_anneal.sample_ais`.
 
     Returns
     -------
@@ -142,10 +158,9 @@ def ais(
     arguments = dict(locals())
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
-    if num_steps is not None:
-        num_steps = check_count("num_steps", num_steps, 1)
-    betas = make_schedule(schedule, num_steps)
-    options = run_options_from(locals())
+    num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    betas = make_schedule(schedule, AUTO_PILOT_STEPS if num_steps == "auto" else num_steps)
+    options = auto_options(run_options_from(locals()), num_steps, dlogz, draws * chains)
     check_data_rows(data)
     ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_parts(model), arguments, random_seed)
     rng, seed_attr = check_random_seed(random_seed)
@@ -165,6 +180,33 @@ def ais(
              **{k: v for k, v in path.info.items() if isinstance(v, str | int | float)}}
     return to_datatree(result, {"x": np.asarray(path.to_model(result.positions))},
                        var_dims={"x": ["x_dim"]}, rng=rng, attrs=attrs)
+
+
+def auto_options(options, num_steps, dlogz: float | None, num_particles: int):
+    """``options`` with the target variance of ``num_steps="auto"`` (:data:`AUTO_VARIANCE`,
+    or less for ``dlogz``, the target standard error of ``num_particles`` particles), so
+    that the driver's pilot chooses K; ``options`` as they are for a fixed ``num_steps``."""
+    if num_steps != "auto":
+        return options
+    return options.replace(tuning=dataclasses.replace(
+        options.tuning, auto_variance=_auto_variance(dlogz, num_particles)))
+
+
+def forward_schedule(path, options, schedule, *, draws: int, chains: int,
+                     dlogz: float | None, rng: np.random.Generator, checkpoint=None,
+                     label: str | None = None) -> np.ndarray:
+    """The temperatures of ``num_steps="auto"`` for a run that cannot size itself (a
+    reverse run, per-point runs in one batch): those that a forward ``num_steps="auto"``
+    run of ``path`` with ``draws`` x ``chains`` particles ends with (its pilot on
+    :data:`AUTO_PILOT_STEPS` temperatures of ``schedule``, K of equal thermodynamic length,
+    its repeats judged on its check chain), from 0 to 1. Only the schedule is kept; the
+    run's particles are dropped, so the caller's run is independent of the weights that
+    chose it."""
+    sizing = run_annealing(path, betas=make_schedule(schedule, AUTO_PILOT_STEPS), draws=draws,
+                           chains=chains, rng=rng,
+                           options=auto_options(options, "auto", dlogz, draws * chains),
+                           checkpoint=checkpoint, label=f"{label or path.name} (choosing K)")
+    return np.asarray(sizing.betas, dtype=np.float64)
 
 
 def model_parts(model) -> list:

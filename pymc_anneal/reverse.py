@@ -59,11 +59,14 @@ from pymc_anneal.io import (
     sandwich_tree,
     schedule_name,
 )
+from pymc_anneal.partition import forward_schedule
+from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_choice,
     check_count,
     check_counts,
+    check_num_steps,
     check_random_seed,
 )
 
@@ -93,7 +96,7 @@ def reverse_ais(
     model,
     data,
     *,
-    num_steps: int = 1000,
+    num_steps: int | str | None = "auto",
     draws: int = 100,
     schedule="linear",
     base: str | None = None,
@@ -107,6 +110,7 @@ def reverse_ais(
     progressbar: bool = True,
     backend: str = "auto",
     checkpoint=None,
+    dlogz: float | None = None,
 ) -> xr.DataTree:
     r"""Conservative (RAISE) estimates of the test log-likelihoods :math:`\log p(v)`.
 
@@ -127,8 +131,14 @@ def reverse_ais(
         :mod:`pymc_anneal.energy.dbm`; the attribute ``algorithm`` says which).
     data : array (N, num_dims)
         The test points (binary for a BernoulliRBM).
-    num_steps : int, default 1000
-        Number of temperatures K (``None`` when ``schedule`` is an array).
+    num_steps : int or "auto", default "auto"
+        Number of temperatures K (``None`` when ``schedule`` is an array), or ``"auto"``:
+        the reverse chains run through the temperatures that a forward
+        ``num_steps="auto"`` run on the same path ends with (:func:`pymc_anneal.ais`, with
+        ``draws`` particles in one chain, plus its check chain: K of equal thermodynamic
+        length). The forward run's particles are dropped: only its schedule is kept. A reverse chain from a test point like the model's samples sees about the
+        forward weights' variance, so each point's standard error is about the forward
+        run's for ``draws`` particles. The attribute ``num_steps`` records K.
     draws : int, default 100
         Reverse chains per test point.
     schedule : str or array, default "linear"
@@ -161,6 +171,10 @@ def reverse_ais(
         ``num_steps``. The attribute ``bracket`` records the classification.
     random_seed, progressbar, backend, checkpoint
         As in :func:`pymc_anneal.ais`.
+    dlogz : float, optional
+        With ``num_steps="auto"``: the target standard error of each test point's estimate
+        (of ``draws`` reverse chains); K is chosen by the forward run for this target, as
+        ``dlogz`` of :func:`pymc_anneal.ais` for ``draws`` particles.
 
     Returns
     -------
@@ -196,9 +210,9 @@ def reverse_ais(
     """
     arguments = dict(locals())
     _check_energy_model("reverse_ais", model)
-    if num_steps is not None:
-        num_steps = check_count("num_steps", num_steps, 1)
-    betas = make_schedule(schedule, num_steps)
+    num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    auto = num_steps == "auto"
+    betas = make_schedule(schedule, AUTO_PILOT_STEPS if auto else num_steps)
     draws = check_count("draws", draws, 2)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 1)
     options = run_options(backend=backend, progressbar=progressbar)
@@ -212,15 +226,14 @@ def reverse_ais(
     all_log_f = _log_f(model, test, path_rng)
     index, rng = _subsample(test.shape[0], subsample, rng)
     test, log_f = test[index], all_log_f[index]
-    path, kernel = model.annealing_path(base=base, data=base_data, moments=moments, rng=path_rng)
-    if "gibbs_sweep" not in path.capabilities:
-        raise AnnealingError(
-            f"RAISE needs a model whose hidden units can be summed out and resampled from "
-            f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
-            f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
-    options = options.replace(kernel=kernel)
+    path, options = _raise_path(model, options, path_rng, base=base, data=base_data,
+                                moments=moments)
     check_run(path, options, draws=draws, chains=test.shape[0],  # before the repeats below
               num_steps=betas.size - 1 + num_mixing_steps, direction="backward")
+    if auto:  # a forward run's schedule; the reverse run is independent of its weights
+        size_rng, rng = rng.spawn(2)
+        betas = forward_schedule(path, options, schedule, draws=draws, chains=1, dlogz=dlogz,
+                                 rng=size_rng, checkpoint=ckpt, label=model.name)
     algorithm, initial, offset, rng = _reverse_start(model, path, test, log_f, betas, draws,
                                                      rng, options, ckpt)
     mixed = np.concatenate([betas, np.ones(num_mixing_steps)])
@@ -253,6 +266,18 @@ def reverse_ais(
         control_variate=control_variate if subsample is not None else None,
         schedule=schedule_name(schedule), random_seed=seed_attr, model=model.name)
     return point_estimates_tree(log_w, estimates, mean, mean_se, extra=extra, attrs=attrs)
+
+
+def _raise_path(model, options, rng, **base):
+    """The annealing path of RAISE (one with Gibbs conditionals) and ``options`` with its
+    kernel."""
+    path, kernel = model.annealing_path(rng=rng, **base)
+    if "gibbs_sweep" not in path.capabilities:
+        raise AnnealingError(
+            f"RAISE needs a model whose hidden units can be summed out and resampled from "
+            f"their conditionals (an RBM's Gibbs sweep); {type(model).__name__} "
+            f"{model.name!r} has none. Estimate its log Z with pymc_anneal.ais instead.")
+    return path, options.replace(kernel=kernel)
 
 
 def _subsample(num_points: int, subsample: int | None, rng: np.random.Generator):
@@ -423,7 +448,7 @@ def sandwich(
     model,
     data,
     *,
-    num_steps=(100, 1000),
+    num_steps="auto",
     draws: int = 100,
     ais_draws: int = 1000,
     ais_chains: int = 4,
@@ -434,6 +459,7 @@ def sandwich(
     random_seed=None,
     progressbar: bool = True,
     backend: str = "auto",
+    dlogz: float | None = None,
 ) -> xr.DataTree:
     r"""AIS and RAISE on the same schedules: the test log-likelihood bracketed, against K.
 
@@ -450,13 +476,19 @@ def sandwich(
         AIS side, is exact for a small top layer and importance-sampled otherwise).
     data : array (N, num_dims)
         Test points.
-    num_steps : int or sequence of int, default (100, 1000)
+    num_steps : int, sequence of int or "auto", default "auto"
+        The values of K, or ``"auto"``: one K, the one the AIS run chooses
+        (:func:`pymc_anneal.ais` with ``num_steps="auto"``), and RAISE through the same
+        temperatures (those of the AIS run, of equal thermodynamic length).
     draws : int, default 100
         RAISE chains per test point.
     ais_draws, ais_chains : int, default 1000 and 4
         AIS particles per chain, and chains.
     schedule, base, base_data, moments, random_seed, progressbar, backend
         As in :func:`reverse_ais` (AIS gets ``base_data`` as its ``data``).
+    dlogz : float, optional
+        With ``num_steps="auto"``: the AIS run's target standard error of :math:`\log Z`
+        (``dlogz`` of :func:`pymc_anneal.ais`).
 
     Returns
     -------
@@ -478,27 +510,36 @@ def sandwich(
     from pymc_anneal.evidence import log_evidence
     from pymc_anneal.partition import ais
 
-    steps = check_counts("num_steps", num_steps, 1)
+    auto = isinstance(num_steps, str) and num_steps == "auto"
+    steps = [num_steps] if isinstance(num_steps, str) else check_counts("num_steps", num_steps, 1)
+    check_num_steps(steps[-1], schedule, dlogz)  # a bad name, an array with "auto", dlogz
     _check_energy_model("sandwich", model)
     rng, seed_attr = check_random_seed(random_seed)
     test = _test_data(model, data)
     log_f = float(np.mean(_log_f(model, test, np.random.default_rng(0))))
     rows = []
-    for k in steps:
+    common = {"schedule": schedule, "base": base, "moments": moments,
+              "progressbar": progressbar, "backend": backend}
+    for i, k in enumerate(steps):
         ais_rng, raise_rng = rng.spawn(2)
-        raised = reverse_ais(model, test, num_steps=k, draws=draws, schedule=schedule,
-                             base=base, base_data=base_data, moments=moments,
-                             random_seed=raise_rng, progressbar=progressbar,
-                             backend=backend)["sample_stats"]
+        if not auto:
+            raised = reverse_ais(model, test, num_steps=k, draws=draws, base_data=base_data,
+                                 random_seed=raise_rng, **common)["sample_stats"]
         with warnings.catch_warnings(record=True) as caught:  # small K: expected, recorded
             warnings.simplefilter("always", AnnealingWarning)
-            forward = log_evidence(ais(model, num_steps=k, draws=ais_draws, chains=ais_chains,
-                                       schedule=schedule, base=base, data=base_data,
-                                       moments=moments, random_seed=ais_rng,
-                                       progressbar=progressbar, backend=backend))
+            result = ais(model, num_steps=k, draws=ais_draws, chains=ais_chains,
+                         data=base_data, random_seed=ais_rng, dlogz=dlogz, **common)
+            forward = log_evidence(result)
         for w in caught:
             if not issubclass(w.category, AnnealingWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if auto:  # RAISE on the temperatures that AIS chose
+            betas = result["annealing_stats"]["beta"].values[0]
+            steps[i] = betas.size
+            raised = reverse_ais(model, test, num_steps=None, draws=draws,
+                                 base_data=base_data, random_seed=raise_rng,
+                                 **{**common, "schedule": np.concatenate([[0.0], betas])}
+                                 )["sample_stats"]
         rows.append((log_f - forward.log_evidence, forward.standard_error,
                      raised["mean_log_likelihood"].item(),
                      raised["mean_log_likelihood_se"].item(),

@@ -212,6 +212,25 @@ def test_sample_ais(row, t):
     check(row, t)
 
 
+AUTO_REFUSALS = [  # (id, arguments, match): num_steps="auto" and dlogz, at num_steps=5
+    ("num_steps a name other than auto", {"num_steps": "fast"},
+     r'num_steps must be an integer >= 1 or "auto", got \'fast\''),
+    ("num_steps auto with a schedule array",
+     {"num_steps": "auto", "schedule": np.linspace(0, 1, 5)},
+     r'num_steps="auto" chooses the temperatures itself; give a schedule name'),
+    ("dlogz with a fixed num_steps", {"dlogz": 0.1},
+     r'dlogz is the target error of num_steps="auto"; with a fixed num_steps \(5\) it has no'),
+    ("dlogz negative", {"num_steps": "auto", "dlogz": -1.0},
+     r"dlogz must be a positive float \(finite and > 0\), got -1\.0"),
+]
+
+
+def auto_rows(call) -> list[Row]:
+    """The rows of :data:`AUTO_REFUSALS` for an entry point (``call(t, **arguments)``)."""
+    return [Row(name, lambda t, arguments=arguments: call(t, **arguments), match)
+            for name, arguments, match in AUTO_REFUSALS]
+
+
 # ------------------------------------------------------------------------------------- ais
 
 
@@ -228,6 +247,7 @@ AIS = [
     Row("draws below 2", lambda t: ais(t, draws=1), r"draws must be an integer >= 2, got 1"),
     Row("no chains", lambda t: ais(t, chains=0), r"chains must be an integer >= 1, got 0"),
     Row("num_steps zero", lambda t: ais(t, num_steps=0), r"num_steps must be an integer >= 1"),
+    *auto_rows(ais),
     Row("unknown kernel", lambda t: ais(t, kernel="nuts"), r"unknown kernel 'nuts'"),
     Row("unknown backend", lambda t: ais(t, backend="gpu"), r"unknown backend 'gpu'"),
     Row("random_seed True", lambda t: ais(t, random_seed=True),
@@ -277,6 +297,7 @@ BATCHED_AIS = [
         r"energy model use pymc_anneal\.ais"),
     Row("draws below 2", lambda t: batched(t, draws=1), r"draws must be an integer >= 2"),
     Row("num_steps zero", lambda t: batched(t, num_steps=0), r"num_steps must be an integer"),
+    *auto_rows(batched),
     Row("unknown kernel", lambda t: batched(t, kernel="nuts"), r"unknown kernel 'nuts'"),
     Row("random_seed True", lambda t: batched(t, random_seed=True),
         r"random_seed must be None, .*got True"),
@@ -313,6 +334,9 @@ REVERSE_AIS = [
     Row("data of the wrong width", lambda t: reverse(t, data=np.zeros((2, 5))),
         r"data must have shape \(N, 6\)"),
     Row("draws below 2", lambda t: reverse(t, draws=1), r"draws must be an integer >= 2"),
+    Row("num_steps zero", lambda t: reverse(t, num_steps=0),
+        r'num_steps must be an integer >= 1 or "auto", got 0'),
+    *auto_rows(reverse),
     Row("no mixing steps", lambda t: reverse(t, num_mixing_steps=0),
         r"num_mixing_steps must be an integer >= 1, got 0"),
     Row("unknown control variate", lambda t: reverse(t, subsample=2, control_variate="x"),
@@ -343,6 +367,7 @@ SANDWICH = [
         r"num_steps must be an integer >= 1 or a non-empty list of them"),
     Row("a zero among the temperatures", lambda t: sandwich(t, num_steps=[10, 0]),
         r"num_steps must be an integer >= 1, got 0"),
+    *auto_rows(sandwich),
     Row("a PyMC model", lambda t: sandwich(t, t.normal),
         r"sandwich needs an energy model .*got Model"),
     Row("random_seed True", lambda t: sandwich(t, random_seed=True),
@@ -598,7 +623,10 @@ DISTRIBUTED_AIS = [
     Row("num_steps None with a named schedule",
         lambda t: dist("ais", t.rbm, runs=2, num_steps=None),
         r"needs num_steps as an integer .*got num_steps=None"),
-    Row("runs True", lambda t: dist("ais", t.rbm, runs=True), r"runs must be an integer"),
+    Row("runs True", lambda t: dist("ais", t.rbm, runs=True, num_steps=5),
+        r"runs must be an integer"),
+    Row("num_steps auto by default", lambda t: dist("ais", t.rbm, runs=2),
+        r"needs num_steps as an integer .*got num_steps='auto'"),
     Row("a progress bar", lambda t: dist("ais", t.rbm, runs=2, progressbar=True),
         r"takes no progressbar .*Dask dashboard"),
     Row("an adaptive schedule", lambda t: dist("ais", t.rbm, runs=2, schedule="adaptive"),
@@ -623,13 +651,15 @@ DISTRIBUTED_BATCHED_AIS = [
     Row("an energy model", lambda t: dist("batched_ais", t.rbm, t.binary, batches=2),
         r"batched_ais needs a generative model .*got BernoulliRBM"),
     Row("more batches than points",
-        lambda t: dist("batched_ais", t.linear, np.zeros((4, 3)), batches=5),
+        lambda t: dist("batched_ais", t.linear, np.zeros((4, 3)), batches=5,
+                       num_steps=5),
         r"batches must be at most the number of test points, 4, got 5"),
     Row("batches zero", lambda t: dist("batched_ais", t.linear, np.zeros((4, 3)),
-                                       batches=0),
+                                       batches=0, num_steps=5),
         r"batches must be an integer >= 1"),
     Row("data of the wrong width",
-        lambda t: dist("batched_ais", t.linear, np.zeros((4, 2)), batches=2),
+        lambda t: dist("batched_ais", t.linear, np.zeros((4, 2)), batches=2,
+                       num_steps=5),
         r"data must have shape \(N, 3\)"),
 ]
 
@@ -644,10 +674,11 @@ DISTRIBUTED_REVERSE_AIS = [
     Row("a log_z", lambda t: dist("reverse_ais", t.rbm, t.binary, batches=2, log_z=-3.0),
         r"takes no log_z \(got -3\.0\)"),
     Row("more batches than points",
-        lambda t: dist("reverse_ais", t.rbm, t.binary, batches=6),
+        lambda t: dist("reverse_ais", t.rbm, t.binary, batches=6, num_steps=5),
         r"batches must be at most the number of test points, 5, got 6"),
     Row("data not binary",
-        lambda t: dist("reverse_ais", t.rbm, np.full((2, 6), 0.5), batches=2),
+        lambda t: dist("reverse_ais", t.rbm, np.full((2, 6), 0.5), batches=2,
+                       num_steps=5),
         r"must be binary \(0 or 1\)"),
 ]
 

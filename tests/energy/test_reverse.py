@@ -105,7 +105,7 @@ def test_bad_input_gets_clear_errors():
         pa.reverse_ais(rbm, np.zeros((3, 4)), progressbar=False)
     with pytest.raises(pa.AnnealingError, match="must be binary"):
         pa.reverse_ais(rbm, np.full((2, 5), 0.5), progressbar=False)
-    with pytest.raises(pa.AnnealingError, match="num_steps must be an integer >= 1, got 0"):
+    with pytest.raises(pa.AnnealingError, match=r"num_steps must be an integer >= 1 or \"auto\", got 0"):
         pa.reverse_ais(rbm, np.zeros((2, 5)), num_steps=0, progressbar=False)
     energy = FunctionEnergy(lambda x: -(x**2).sum(axis=1), num_dims=2)
     with pytest.raises(pa.AnnealingError, match="RAISE needs a model whose hidden units"):
