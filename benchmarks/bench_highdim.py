@@ -23,6 +23,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
+import json
 import logging
 import statistics
 import sys
@@ -62,6 +63,7 @@ def one_call(model, exact: float, method: str, seed: int) -> dict:
             est = pa.log_evidence(idata)
             log_z = est.log_evidence
             info = {k: idata.attrs.get(k) for k in ("base", "num_steps", "prior_num_steps")}
+            info["timings"] = json.loads(idata.attrs.get("timings", "{}"))
             info["se"] = est.standard_error
     warned = [str(w.message)[:80] for w in caught
               if "AnnealingWarning" in type(w.message).__name__]
@@ -149,7 +151,8 @@ def main(argv=None) -> int:
         for m in (methods if rep % 2 == 0 else methods[::-1]):
             r = one_call(model, target.log_evidence, m, 100 + rep)
             results[m].append(r)
-            extra = {k: r[k] for k in ("base", "num_steps", "prior_num_steps", "se") if k in r}
+            extra = {k: r[k] for k in ("base", "num_steps", "prior_num_steps", "se", "timings")
+                     if k in r}
             print(f"  {m:<5} {r['wall']:6.1f} s (cpu {r['cpu']:6.1f}) error "
                   f"{r['error']:+.3f} {extra} {r['warned'] or ''}", flush=True)
     smc = statistics.median(r["wall"] for r in results["smc"])

@@ -290,9 +290,10 @@ def sample_ais(
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     main_options = options.replace(tuning=dataclasses.replace(
         options.tuning, auto_variance=_auto_variance(dlogz, draws * chains))) if auto else options
-    path, fit_info, fit_time = mp.path, {}, 0.0
+    path, fit_info, fit_time, t_choice = mp.path, {}, 0.0, time.perf_counter()
     base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
                                        chains, rng)
+    t_choice = time.perf_counter() - t_choice
     if base == "gaussian":
         check_run(mp.path, main_options, draws=draws, chains=chains,  # before the fit
                   num_steps=betas.size - 1)
@@ -307,6 +308,8 @@ def sample_ais(
     check_run_weights(path, result)
     _name_discrete_acceptance(result, mp.value_slices)
     result.positions = path.to_model(result.positions)
+    if choice:
+        result.timings["choose_base"] = t_choice
     if base == "gaussian":
         result.timings["fit"] = fit_time
         _second_opinion(result.log_weights, fit_log_w, fit_steps)
