@@ -59,8 +59,8 @@ AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
 of a fitted Gaussian and the prior (``base="gaussian"``) instead. Small models stay on the
-prior (measured: K = 20-600 up to d = 10), the 100-d linear model (K = 6,000 from the prior,
-258 s) moves to the mixture (see ``benchmarks/bench_highdim.py``)."""
+prior (measured: K = 20-900 up to d = 10); the 100-d linear model (K = 6,000-9,000 from the
+prior, 258 s) moves to the mixture (K = 61-65; see ``benchmarks/bench_highdim.py``)."""
 AUTO_PILOT_STEPS = 256
 """With ``num_steps="auto"``, the temperatures of the pilot that measures the path."""
 AUTO_VARIANCE = 0.7
@@ -290,28 +290,25 @@ def sample_ais(
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     main_options = options.replace(tuning=dataclasses.replace(
         options.tuning, auto_variance=_auto_variance(dlogz, draws * chains))) if auto else options
-    path, fit_info, fit_time, t_choice = mp.path, {}, 0.0, time.perf_counter()
+    path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
     base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
                                        chains, rng)
-    t_choice = time.perf_counter() - t_choice
+    timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
         check_run(mp.path, main_options, draws=draws, chains=chains,  # before the fit
                   num_steps=betas.size - 1)
-        t0 = time.perf_counter()
-        fit_rng, rng = rng.spawn(2)
+        fit_rng, rng, t0 = *rng.spawn(2), time.perf_counter()
         path, fit_info, fit_log_w = _fit_gaussian_base(mp.path, options, schedule, fit_steps,
                                                        fit_draws, fit_rng, ckpt, pilot)
         pilot = None  # the prior's: tuned for the fitting run, not for the Gaussian's path
-        fit_time = time.perf_counter() - t0
+        timings["fit"] = time.perf_counter() - t0
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            options=main_options, checkpoint=ckpt, pilot=pilot)
     check_run_weights(path, result)
     _name_discrete_acceptance(result, mp.value_slices)
     result.positions = path.to_model(result.positions)
-    if choice:
-        result.timings["choose_base"] = t_choice
+    result.timings.update(timings)
     if base == "gaussian":
-        result.timings["fit"] = fit_time
         _second_opinion(result.log_weights, fit_log_w, fit_steps)
     variables = mp.to_variables(result.positions, rng)
     tree = _to_datatree(model, result, variables, rng, {
@@ -329,8 +326,8 @@ def _choose_base(path, base: str, auto: bool, options: RunOptions, betas: np.nda
 
     Returns the base, the prior's pilot (the prior's run then uses it: the same result
     as without it, bit for bit; the Gaussian's fitting run, from the prior too, takes its
-    tuned values) and the attributes that record the choice. Without ``num_steps="auto"`` there is nothing measured to choose by: the
-    prior."""
+    tuned values) and the attributes that record the choice. Without ``num_steps="auto"``
+    there is nothing measured to choose by: the prior."""
     if base != "auto":
         return base, None, {}
     if not auto:
@@ -376,9 +373,9 @@ def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
     which suits a base), while their weights are often degenerate in high dimensions (so a
     low ESS here is no warning). ``pilot``, a pilot from the prior on the same kind of
     schedule (``base="auto"``'s), gives the fitting run its tuned values (at the step of
-    its grid that each temperature falls in) instead of a pilot of its own. The Gaussian covers the continuous coordinates; annealed
-    discrete ones keep their prior given the rest as their base
-    (:func:`pymc_anneal.paths.gaussian_base_path`).
+    its grid that each temperature falls in) instead of a pilot of its own. The Gaussian
+    covers the continuous coordinates; annealed discrete ones keep their prior given the
+    rest as their base (:func:`pymc_anneal.paths.gaussian_base_path`).
 
     Returns
     -------
