@@ -28,6 +28,7 @@ Python runs once per chunk of steps (the progress bar), never per step or per pa
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import sys
 import time
@@ -53,7 +54,7 @@ from pymc_anneal.validation import (
     check_initial_positions,
 )
 
-__all__ = ["DIRECTIONS", "AnnealingRun", "check_run", "run_annealing"]
+__all__ = ["DIRECTIONS", "AnnealingRun", "check_run", "run_annealing", "run_pilot"]
 
 DIRECTIONS = ("forward", "backward")
 
@@ -103,6 +104,7 @@ def run_annealing(
     num_chunks: int = 20,
     label: str | None = None,
     checkpoint: Checkpoint | None = None,
+    pilot: Pilot | None = None,
 ) -> AnnealingRun:
     """Anneal ``path`` through the increasing schedule ``betas`` (0 to 1).
 
@@ -134,6 +136,9 @@ def run_annealing(
     checkpoint : Checkpoint, optional
         Where this call's state is written after every chunk, and read from to resume
         (:mod:`pymc_anneal.driver.checkpoint`; the entry points open it).
+    pilot : Pilot, optional
+        The pilot :func:`run_pilot` ran for this very call (same path, schedule, options and
+        ``rng``), used instead of running it again; the result is the same.
     """
     from pymc_anneal._progress import annealing_progress
 
@@ -148,14 +153,14 @@ def run_annealing(
                             betas.size - 1) as progress, _interrupted(checkpoint):
         t1 = time.perf_counter()
         pilot_rng, base_rng, run_rng = rng.spawn(3)
-        pilot = stage.pilot()
+        pilot = stage.pilot() or pilot
         if pilot is None:
             progress("tuning", 0)
             pilot = Pilot(betas, *tune(
                 loop, path, betas, tuning,
                 tuning.target_acceptance or plan.kernel.target_acceptance, pilot_rng,
                 lambda done: progress("tuning", done)))
-            stage.keep_pilot(pilot)
+        stage.keep_pilot(pilot)
         betas, values, length = pilot.schedule(tuning)
         timings["tuning"] = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -172,6 +177,28 @@ def run_annealing(
         "inefficiency": pilot.inefficiency, "auto_reruns": reruns,
         **({"auto_check_variance": realized} if realized is not None else {})}
     return _result(path, plan, run, timings, auto)
+
+
+def run_pilot(path, *, betas: np.ndarray, draws: int, chains: int, rng: np.random.Generator,
+              options: RunOptions | None = None, label: str | None = None) -> Pilot:
+    """The pilot (:func:`~pymc_anneal.driver.tuning.tune`) that :func:`run_annealing` with
+    the same arguments runs first, on its own: what it measures (the path's thermodynamic
+    length, the kernel's inefficiency, the K that ``num_steps="auto"`` would choose:
+    :meth:`Pilot.schedule`) can decide how to run before anything else is run. ``rng`` is
+    not advanced (a copy spawns the streams that :func:`run_annealing` will spawn), so
+    passing the pilot as its ``pilot=`` gives what a call without it gives, bit for bit.
+    """
+    from pymc_anneal._progress import annealing_progress
+
+    plan = _plan(path, options or RunOptions(), "forward", draws, chains, None, 1,
+                 num_steps=betas.size - 1)
+    loop, tuning = _compile(path, plan), plan.options.tuning
+    pilot_rng = copy.deepcopy(rng).spawn(3)[0]  # run_annealing's first stream
+    with annealing_progress(plan.options.progressbar, label or path.name,
+                            betas.size - 1) as progress:
+        return Pilot(betas, *tune(loop, path, betas, tuning,
+                                  tuning.target_acceptance or plan.kernel.target_acceptance,
+                                  pilot_rng, lambda done: progress("tuning", done)))
 
 
 def _passes(loop, path, plan: _Plan, pilot: Pilot, schedule, rngs, rng, progress,

@@ -30,6 +30,8 @@ from pymc_anneal.driver.memory import (
     estimate_memory,
     format_bytes,
 )
+from pymc_anneal.driver.run import run_pilot
+from pymc_anneal.driver.tuning import Pilot
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
@@ -48,11 +50,17 @@ from pymc_anneal.validation import (
     check_random_seed,
 )
 
-__all__ = ["AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES", "check_run_weights",
-           "nan_log_density", "sample_ais"]
+__all__ = ["AUTO_BASE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
+           "check_run_weights", "nan_log_density", "sample_ais"]
 
-BASES = ("prior", "gaussian")
-"""The bases ``sample_ais`` anneals from."""
+BASES = ("auto", "prior", "gaussian")
+"""The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
+AUTO_BASE_STEPS = 1000
+"""With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
+asks for at most this many temperatures; a path that needs more gets the defensive mixture
+of a fitted Gaussian and the prior (``base="gaussian"``) instead. Small models stay on the
+prior (measured: K = 20-900 up to d = 10); the 100-d linear model (K = 6,000-9,000 from the
+prior, 258 s) moves to the mixture (K = 61-65; see ``benchmarks/bench_highdim.py``)."""
 AUTO_PILOT_STEPS = 256
 """With ``num_steps="auto"``, the temperatures of the pilot that measures the path."""
 AUTO_VARIANCE = 0.7
@@ -76,7 +84,7 @@ def sample_ais(
     chains: int = 4,
     num_steps: int | str | None = None,
     schedule="power",
-    base: str = "prior",
+    base: str = "auto",
     kernel="hais",
     random_seed=None,
     progressbar: bool = True,
@@ -104,7 +112,9 @@ def sample_ais(
     through ``num_steps`` temperatures, all in one compiled loop. Call it inside
     ``with pm.Model():`` or pass ``model=``.
 
-    With ``base="gaussian"`` the base is instead a full-covariance Gaussian
+    Where the prior's path is long (``base="auto"``, the default: more than
+    :data:`AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``) the base is instead a
+    full-covariance Gaussian
     :math:`q` fitted to the posterior, and the path is geometric,
     :math:`f_\beta = q^{1-\beta}\,(p(\theta)\,p(y \mid \theta))^\beta`, run in
     coordinates whitened by :math:`q`. The fit comes from a separate, smaller AIS run from the
@@ -113,7 +123,8 @@ def sample_ais(
     unimodal posteriors this needs about ten times fewer temperatures for the same accuracy
     and keeps working in 100 dimensions, where annealing from the prior falls behind (see
     the user guide). For multimodal posteriors keep the prior base: a Gaussian can miss a
-    mode without any diagnostic noticing.
+    mode without any diagnostic noticing (the default mixes 10% of the prior into it for
+    that reason, but a mode far from the prior's bulk is only found from the prior).
 
     Discrete free variables with a finite support (Bernoulli, Categorical, DiscreteUniform,
     Binomial or BetaBinomial with a fixed ``n``) are summed out of the path exactly, per
@@ -157,9 +168,15 @@ def sample_ais(
     schedule : str or array, default "power"
         One of :data:`pymc_anneal.schedules.SCHEDULES` or an array of inverse temperatures
         strictly increasing from 0 to 1.
-    base : {"prior", "gaussian"}, default "prior"
-        Anneal from the prior (robust, the default) or from a Gaussian fitted to the
-        posterior (fast and accurate for unimodal posteriors, also in high dimensions).
+    base : {"auto", "prior", "gaussian"}, default "auto"
+        Anneal from the prior (robust) or from a Gaussian fitted to the posterior, mixed
+        with 10% of the prior (fast and accurate for unimodal posteriors, also in high
+        dimensions). ``"auto"`` (with ``num_steps="auto"``; otherwise the prior) runs the
+        prior's pilot first and keeps the prior unless the K it asks for exceeds
+        :data:`AUTO_BASE_STEPS` (1000), where the fitted mixture takes over (the prior's
+        share keeps a mode that the Gaussian misses reachable, and the fitting run gives a
+        second opinion). The result's ``base`` attribute says which base ran, and
+        ``prior_num_steps`` the prior pilot's K.
     kernel : {"hais", "hmc", "mala", "metropolis"} or callable, default "hais"
         HMC with persistent momentum (Sohl-Dickstein & Culpepper 2012), HMC with a fresh
         momentum each step, Metropolis-adjusted Langevin, random-walk Metropolis, or a
@@ -273,30 +290,57 @@ def sample_ais(
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     main_options = options.replace(tuning=dataclasses.replace(
         options.tuning, auto_variance=_auto_variance(dlogz, draws * chains))) if auto else options
-    path, fit_info, fit_time = mp.path, {}, 0.0
+    path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
+    base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
+                                       chains, rng)
+    timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
         check_run(mp.path, main_options, draws=draws, chains=chains,  # before the fit
                   num_steps=betas.size - 1)
-        t0 = time.perf_counter()
-        fit_rng, rng = rng.spawn(2)
+        fit_rng, rng, t0 = *rng.spawn(2), time.perf_counter()
         path, fit_info, fit_log_w = _fit_gaussian_base(mp.path, options, schedule, fit_steps,
-                                                       fit_draws, fit_rng, ckpt)
-        fit_time = time.perf_counter() - t0
+                                                       fit_draws, fit_rng, ckpt, pilot)
+        pilot = None  # the prior's: tuned for the fitting run, not for the Gaussian's path
+        timings["fit"] = time.perf_counter() - t0
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                           options=main_options, checkpoint=ckpt)
+                           options=main_options, checkpoint=ckpt, pilot=pilot)
     check_run_weights(path, result)
     _name_discrete_acceptance(result, mp.value_slices)
     result.positions = path.to_model(result.positions)
+    result.timings.update(timings)
     if base == "gaussian":
-        result.timings["fit"] = fit_time
         _second_opinion(result.log_weights, fit_log_w, fit_steps)
     variables = mp.to_variables(result.positions, rng)
     tree = _to_datatree(model, result, variables, rng, {
         "schedule": schedule if isinstance(schedule, str) else "custom", "base": base,
         "model_fingerprint": fingerprint(model_content(model)),
-        **fit_info, "random_seed": seed_attr, "model": model.name or None,
+        **fit_info, **choice, "random_seed": seed_attr, "model": model.name or None,
         "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None})
     return add_arviz_groups(tree, model, log_likelihood=log_likelihood)
+
+
+def _choose_base(path, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
+                 draws: int, chains: int, rng: np.random.Generator):
+    """``base="auto"``: the prior, unless its pilot asks for more than
+    :data:`AUTO_BASE_STEPS` temperatures and a Gaussian base can be built on ``path``.
+
+    Returns the base, the prior's pilot (the prior's run then uses it: the same result
+    as without it, bit for bit; the Gaussian's fitting run, from the prior too, takes its
+    tuned values) and the attributes that record the choice. Without ``num_steps="auto"``
+    there is nothing measured to choose by: the prior."""
+    if base != "auto":
+        return base, None, {}
+    if not auto:
+        return "prior", None, {}
+    try:
+        check_gaussian_base(path)
+    except AnnealingError:  # a Gaussian cannot cover this path: the prior it is
+        return "prior", None, {}
+    pilot = run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
+                      options=options, label=f"{path.name} (choosing the base)")
+    prior_steps = pilot.schedule(options.tuning)[0].size - 1
+    chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
+    return chosen, pilot, {"prior_num_steps": prior_steps}
 
 
 def _auto_variance(dlogz: float | None, num_particles: int) -> float:
@@ -319,7 +363,7 @@ def _compound_kernel(options: RunOptions, annealed: list[str]) -> RunOptions:
 
 def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
                       fit_draws: int | None, rng: np.random.Generator,
-                      checkpoint=None) -> tuple[Path, dict]:
+                      checkpoint=None, pilot: Pilot | None = None) -> tuple[Path, dict]:
     """``base="gaussian"``: the path from a Gaussian fitted to a short AIS run's particles.
 
     The fitting run anneals ``path`` from its prior base through ``fit_steps`` temperatures
@@ -327,9 +371,11 @@ def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
     (default ``min(max(num_pilot, 10 * d), 4000)``), equally weighted: a short run's
     particles are each close to the posterior (lagging a little, i.e. slightly too wide,
     which suits a base), while their weights are often degenerate in high dimensions (so a
-    low ESS here is no warning). The Gaussian covers the continuous coordinates; annealed
-    discrete ones keep their prior given the rest as their base
-    (:func:`pymc_anneal.paths.gaussian_base_path`).
+    low ESS here is no warning). ``pilot``, a pilot from the prior on the same kind of
+    schedule (``base="auto"``'s), gives the fitting run its tuned values (at the step of
+    its grid that each temperature falls in) instead of a pilot of its own. The Gaussian
+    covers the continuous coordinates; annealed discrete ones keep their prior given the
+    rest as their base (:func:`pymc_anneal.paths.gaussian_base_path`).
 
     Returns
     -------
@@ -345,9 +391,15 @@ def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
     d = path.num_dims
     fit_draws = fit_draws or min(max(options.tuning.num_pilot, 10 * d), 4000)
     fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
-    fit = run_annealing(path, betas=make_schedule(fit_schedule, fit_steps), draws=fit_draws,
-                        chains=1, rng=rng, options=options,
-                        label=f"{path.name} (fitting the base)", checkpoint=checkpoint)
+    fit_betas = make_schedule(fit_schedule, fit_steps)
+    if pilot is not None:
+        index = np.searchsorted(pilot.betas[1:], fit_betas[1:], side="left")
+        index = index.clip(0, pilot.betas.size - 2)
+        pilot = Pilot(fit_betas, {k: v[index] for k, v in pilot.values.items()},
+                      np.full(fit_steps, np.nan), pilot.inefficiency)
+    fit = run_annealing(path, betas=fit_betas, draws=fit_draws, chains=1, rng=rng,
+                        options=options, label=f"{path.name} (fitting the base)",
+                        checkpoint=checkpoint, pilot=pilot)
     alive = np.isfinite(fit.log_weights[0])
     if not alive.any():
         check_weights(fit.log_weights)  # the clear error for all-zero weights
@@ -367,7 +419,7 @@ def _second_opinion(log_w: np.ndarray, fit_log_w: np.ndarray, fit_steps: int) ->
     message = second_opinion_message(
         log_w, fit_log_w, what="the run from the Gaussian base",
         reference=f"the run from the prior that fitted it ({fit_steps} temperatures)",
-        fix='Use base="prior" for this model (the default), or raise num_steps.')
+        fix='Use base="prior" for this model, or raise num_steps.')
     if message:
         warn(message)
 
