@@ -28,13 +28,13 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -106,7 +106,7 @@ def run_case(name: str, quick: bool) -> dict:
     import pymc_anneal as pa
 
     call, exact, info = _case(name, quick)
-    first, result, words1 = _timed(lambda: call(1))
+    first, _, words1 = _timed(lambda: call(1))
     second, result2, words2 = _timed(lambda: call(2))
     row = {"case": name, "platform": jax.default_backend(),
            "device": str(jax.devices()[0]), "first_s": round(first, 2),
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         try:
             row = run_case(name, args.quick)
-        except Exception as exc:  # a case that fails must not stop the others
+        except Exception as exc:  # noqa: BLE001 (a case that fails must not stop the others)
             row = {"case": name, "platform": args.platform, "error_text": repr(exc)[:400]}
         row["process_s"] = round(time.perf_counter() - t0, 1)
         print(json.dumps(row, default=str), flush=True)

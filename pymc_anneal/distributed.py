@@ -111,8 +111,10 @@ def sample_ais(*, runs: int, model=None, client=None, random_seed=None,
         Any other argument of :func:`pymc_anneal.sample_ais`. ``num_steps`` must be an
         integer (or ``schedule`` an array): with ``"auto"`` each run would choose its own
         temperatures, and runs through different temperatures cannot be pooled. Run
-        ``pa.sample_ais(num_steps="auto")`` once and take its ``num_steps`` attribute, or
-        pass its ``annealing_stats["beta"]`` of one chain as ``schedule``.
+        ``pa.sample_ais(num_steps="auto")`` once and take its ``num_steps`` and ``base``
+        attributes (at the default ``base="auto"`` a long path runs from a fitted Gaussian
+        mixture: its K is far too few for the prior, whose own K is ``prior_num_steps``),
+        or pass its ``annealing_stats["beta"]`` of one chain as ``schedule``.
 
     Returns
     -------
@@ -151,8 +153,9 @@ def ais(model, *, runs: int, client=None, random_seed=None, **kwargs) -> xr.Data
     runs, client, random_seed
         As for :func:`sample_ais`.
     **kwargs
-        Any other argument of :func:`pymc_anneal.ais`; ``num_steps`` an integer (its
-        default, 1000) or ``schedule`` an array.
+        Any other argument of :func:`pymc_anneal.ais`; ``num_steps`` an integer (run
+        ``pa.ais(model)`` once, its default ``num_steps="auto"``, and take its ``num_steps``
+        attribute) or ``schedule`` an array.
 
     Returns
     -------
@@ -383,8 +386,9 @@ def _task_kwargs(function: str, kwargs: dict) -> dict:
             f"pymc_anneal.distributed.{function} needs num_steps as an integer (or schedule "
             f"as an array), got num_steps={steps!r}: with \"auto\" each task would choose "
             "its own temperatures, and runs through different temperatures cannot be "
-            'merged. Run pymc_anneal.sample_ais(num_steps="auto") once and pass its '
-            "num_steps attribute.")
+            f'merged. Run pymc_anneal.{function}(num_steps="auto") once and pass its '
+            "num_steps attribute" + (" and its base" if function == "sample_ais" else "")
+            + ".")
     return {**kwargs, "progressbar": False}
 
 

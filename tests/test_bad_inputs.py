@@ -155,7 +155,7 @@ SAMPLE_AIS = [
     Row("dlogz negative", lambda t: sample_ais(t, num_steps="auto", dlogz=-0.1),
         r"dlogz must be a positive float \(finite and > 0\), got -0\.1"),
     Row("unknown base", lambda t: sample_ais(t, base="laplace"),
-        r"unknown base 'laplace'; must be one of \['gaussian', 'prior'\]"),
+        r"unknown base 'laplace'; must be one of \['auto', 'gaussian', 'prior'\]"),
     Row("unknown kernel", lambda t: sample_ais(t, kernel="nuts"), r"unknown kernel 'nuts'"),
     Row("unknown backend", lambda t: sample_ais(t, backend="cuda"), r"unknown backend 'cuda'"),
     Row("unknown schedule", lambda t: sample_ais(t, schedule="cosine"),

@@ -43,7 +43,14 @@ from pymc_anneal.driver.checkpoint import Checkpoint, Stage
 from pymc_anneal.driver.memory import check_run_memory
 from pymc_anneal.driver.options import RunOptions
 from pymc_anneal.driver.scan import CompiledLoop
-from pymc_anneal.driver.tuning import Pilot, auto_miss_message, needs_pilot, step_arrays, tune
+from pymc_anneal.driver.tuning import (
+    Pilot,
+    auto_cap_message,
+    auto_miss_message,
+    needs_pilot,
+    step_arrays,
+    tune,
+)
 from pymc_anneal.estimators import effective_sample_size
 from pymc_anneal.exceptions import warn
 from pymc_anneal.kernels import Kernel, resolve_kernel
@@ -162,6 +169,9 @@ def run_annealing(
                 lambda done: progress("tuning", done)))
         stage.keep_pilot(pilot)
         betas, values, length = pilot.schedule(tuning)
+        if length is not None and (too_long := auto_cap_message(
+                length, tuning.auto_variance, pilot.inefficiency)):
+            warn(too_long)  # before the run: it can take long, and will miss its target
         timings["tuning"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         run, realized, reruns = _passes(loop, path, plan, pilot, (betas, values),

@@ -43,6 +43,7 @@ __all__ = [
     "PILOT_MAX_STEPS",
     "Pilot",
     "TuningOptions",
+    "auto_cap_message",
     "auto_miss_message",
     "auto_num_steps",
     "auto_rerun_steps",
@@ -417,6 +418,25 @@ def auto_rerun_steps(num_steps: int, check_log_weights: np.ndarray, target_varia
             or reruns >= AUTO_MAX_RERUNS):
         return realized, None
     return realized, int(min(np.ceil(num_steps * realized / target_variance), AUTO_MAX_STEPS))
+
+
+def auto_cap_message(length: float, target_variance: float, inefficiency: float) -> str | None:
+    r"""The warning given *before* a ``num_steps="auto"`` run whose pilot puts the K it needs,
+    :math:`\tau \mathcal L^2 / \sigma^2` (:func:`auto_num_steps` without its cap), above
+    :data:`AUTO_MAX_STEPS`: the run goes on at the cap, and its own check then says by how
+    much it missed (:func:`auto_miss_message`); else ``None``."""
+    inefficiency = max(inefficiency, 1.0) if np.isfinite(inefficiency) else 1.0
+    needed = inefficiency * length**2 / target_variance if np.isfinite(length) else np.inf
+    if needed <= AUTO_MAX_STEPS:
+        return None
+    about = "an unbounded number" if not np.isfinite(needed) else f"about {needed:,.0f}"
+    return (
+        f'num_steps="auto": the pilot puts the temperatures needed for the target variance '
+        f"{target_variance:.3g} of the log weights at {about} (thermodynamic length "
+        f"{length:.3g}, inefficiency {inefficiency:.3g}), above the cap of "
+        f"{AUTO_MAX_STEPS:,} (AUTO_MAX_STEPS). The run goes on at the cap and will likely "
+        "miss its target. Ask for less (a larger dlogz), pass num_steps yourself, or start "
+        "from a base closer to the target (the base= options of the function you called).")
 
 
 def auto_miss_message(num_steps: int, realized: float, target_variance: float,

@@ -85,3 +85,20 @@ def test_reverse_ais_and_sandwich_take_k_from_a_forward_run():
     assert abs(stats["ais"].values[0] - exact) < 3 * stats["ais_se"].values[0] + 1e-9
     assert stats["gap"].values[0] > -noise - _raise_bias(50)
     assert not stats["ais_warning"].values[0]
+
+
+def test_a_target_beyond_the_cap_is_said_before_the_run(monkeypatch):
+    """Issue 27: where the pilot's K is above the cap, the call says so before it runs (the
+    first warning, from the caller's line), then what the run at the cap reached. The cap is
+    lowered to 50 (the rule reads it at call time) so that dlogz = 1e-4 is beyond it."""
+    from pymc_anneal.driver import tuning
+
+    monkeypatch.setattr(tuning, "AUTO_MAX_STEPS", 50)
+    with pytest.warns(pa.AnnealingWarning, match=r'num_steps="auto"') as caught:
+        idata = pa.ais(_rbm(), draws=100, chains=2, dlogz=1e-4, random_seed=3,
+                       progressbar=False)
+    first = str(caught[0].message)
+    assert first.startswith('num_steps="auto": the pilot puts the temperatures needed')
+    assert "above the cap of 50 (AUTO_MAX_STEPS)" in first and caught[0].filename == __file__
+    assert any("missed its target: at the cap of 50 " in str(w.message) for w in caught[1:])
+    assert idata.attrs["num_steps"] == 50

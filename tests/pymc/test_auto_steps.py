@@ -4,6 +4,7 @@ bad input."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -187,10 +188,17 @@ def test_an_unreachable_dlogz_warns(normal_mean, monkeypatch):
 
     monkeypatch.setattr(tuning, "AUTO_MAX_STEPS", 400)
     with pytest.warns(pa.AnnealingWarning,
-                      match=r'num_steps="auto" missed its target: at the cap of 400 ') as caught:
+                      match=r'num_steps="auto"') as caught:
         idata = pa.sample_ais(model=normal_mean.build(), draws=100, chains=2, dlogz=1e-9,
                               random_seed=1, progressbar=False)
-    assert caught[0].filename == __file__
+    # said first before the run, from the pilot's K, then after it, from the check chain
+    assert [str(w.message)[:31] for w in caught] == ['num_steps="auto": the pilot put',
+                                                     'num_steps="auto" missed its tar']
+    assert re.search(r"at about [\d,]+ \(thermodynamic length .*above the cap of 400 ",
+                     str(caught[0].message))
+    assert str(caught[1].message).startswith('num_steps="auto" missed its target: at the cap '
+                                             "of 400 ")
+    assert caught[0].filename == caught[1].filename == __file__
     assert idata.attrs["num_steps"] == 400
     assert idata.attrs["auto_check_variance"] > AUTO_RERUN_FACTOR * idata.attrs["auto_variance"]
 
