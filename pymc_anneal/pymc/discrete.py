@@ -235,10 +235,11 @@ class DiscreteSums:
     # -- graphs ------------------------------------------------------------------------
 
     def _parts(self, terms, hoist: bool = False):
-        """Per-particle graphs: (rest, {var: per-element logits (K, *shape)}) with the joint
-        variables still symbolic; ``rest`` includes the per-element log-sum-exps (with
-        ``hoist``, the sum of each term that depends on a joint variable is
-        :func:`hoisted_sum`'s)."""
+        """Per-particle graphs: (rest, {var: per-element logits (K, *shape)}, enumerated)
+        with the joint variables still symbolic in ``rest``, which includes the per-element
+        log-sum-exps. With ``hoist``, the terms that depend on joint variables only are left
+        out of ``rest``: ``enumerated`` holds their sums over all configurations at once,
+        (C,) graphs built by :func:`hoisted_sum`."""
         remaining = list(terms)
         logits, total = {}, []
         for v in self.per_element:
@@ -253,26 +254,35 @@ class DiscreteSums:
             logits[v] = grid_logits
             total.append(pt.logsumexp(grid_logits, axis=0).sum())
         joint = [v.value for v in self.joint]
-        rest = sum(hoisted_sum(t, joint) if hoist and joint else t.sum() for t in remaining
-                   ) + sum(total)
-        return pt.as_tensor(rest, dtype="float64"), logits
+        enumerated = []
+        if hoist and joint:
+            enumerated = [hoisted_sum(t, joint, self._enumerate) for t in remaining
+                          if any(_depends(t, v) for v in self.joint)]
+            remaining = [t for t in remaining if not any(_depends(t, v) for v in self.joint)]
+        rest = sum(t.sum() for t in remaining) + sum(total)
+        return pt.as_tensor(rest, dtype="float64"), logits, enumerated
+
+    def _enumerate(self, graph) -> pt.TensorVariable:
+        """``graph`` at every joint configuration: a leading axis of length C."""
+        (out,) = vectorize_graph([graph], replace=self._config_replacements())
+        return out
 
     def marginal(self, terms) -> pt.TensorVariable:
         """The per-particle log-sum-exp of the sum of ``terms`` over all discrete variables
-        they depend on (a scalar graph). The joint variables' sum is built by
+        they depend on (a scalar graph). The joint variables' terms are summed by
         :func:`hoisted_sum`: work that does not depend on them is done once per particle,
         not once per configuration."""
-        rest, _ = self._parts(terms, hoist=HOIST)
+        rest, _, enumerated = self._parts(terms, hoist=HOIST)
         if not self.joint:
             return rest
-        (per_config,) = vectorize_graph([rest], replace=self._config_replacements())
+        per_config = self._enumerate(rest) + sum(enumerated)
         return pt.logsumexp(per_config)
 
     def conditional_logits(self, terms) -> list[pt.TensorVariable]:
         """Per-particle graphs of the unnormalized conditional log-probabilities: the joint
         configurations' (C,) (only when there are joint variables), then each per-element
         variable's (C, K, *shape) (C = 1 without joint variables)."""
-        rest, logits = self._parts(terms)
+        rest, logits, _ = self._parts(terms)
         outputs = [rest] + [logits[v] for v in self.per_element if v in logits]
         if self.joint:
             outputs = vectorize_graph(outputs, replace=self._config_replacements())
@@ -527,20 +537,27 @@ def _counts(x, base: float):
     return (pt.isneginf(x) + base * pt.isposinf(x) + base**2 * pt.isnan(x)).astype("float64")
 
 
-def _selected_sum(c, a, b, shape):
+def _selected_sum(c, a, b, shape, enumerate_=None):
     r""":math:`\sum \mathrm{switch}(c, a, b)` over all elements as two dot products with the
     condition, :math:`c \cdot (a - b) + \sum b` on the finite parts, plus the infinite and
     NaN elements counted the same way (by :func:`_counts`): the sum is NaN with a selected
-    NaN or both infinities, else -inf or +inf with one, else the finite sum. Enumerated
-    over configurations, ``c`` becomes a constant matrix and the dots one matrix product
-    per batch of particles."""
+    NaN or both infinities, else -inf or +inf with one, else the finite sum. With
+    ``enumerate_`` (:meth:`DiscreteSums._enumerate`), the sums at all C configurations at
+    once: the condition becomes a constant (C, size) matrix and the dots one matrix
+    product per batch of particles (whose gradient is one more)."""
     size = int(np.prod(shape))
     if size**3 >= 2**52:
         raise _NotHoisted
     flat = [x if x.type.shape == shape else pt.broadcast_to(x, shape) for x in (c, a, b)]
+    c, a, b = flat
+    if enumerate_ is not None:
+        c = enumerate_(c)
+        c = c.reshape((c.shape[0], size)) if len(shape) != 1 else c
+    elif len(shape) != 1:
+        c = c.reshape((size,))
     if len(shape) != 1:
-        flat = [x.reshape((size,)) for x in flat]
-    c, a, b = flat[0].astype("float64"), flat[1], flat[2]
+        a, b = a.reshape((size,)), b.reshape((size,))
+    c = c.astype("float64")
 
     def finite(x):
         return pt.switch(pt.isfinite(x), x, 0.0).astype("float64")
@@ -556,43 +573,43 @@ def _selected_sum(c, a, b, shape):
                      pt.switch(pt.gt(neg, 0), -np.inf, pt.switch(pt.gt(pos, 0), np.inf, total)))
 
 
-def _hoisted_total(x, dependent: set):
-    """The sum of all elements of ``x`` (a lifted term) with the switches on the summed
-    values turned into dot products (:func:`_selected_sum`), through a switch whose
-    condition is one value for the whole array (a parameter check) and a broadcast to the
-    array's own shape."""
+def _hoisted_total(x, dependent: set, enumerate_):
+    """The sum of all elements of ``x`` (a lifted term) at every joint configuration, (C,),
+    with the switches on the summed values turned into matrix products
+    (:func:`_selected_sum`), through a switch whose condition is one value for the whole
+    array (a parameter check) and a broadcast to the array's own shape."""
     shape = x.type.shape
     if any(s is None for s in shape):
-        return x.sum()
+        return enumerate_(x.sum())
     branch = _branch_switch(x, dependent)
     if branch is not None:
-        return _selected_sum(*branch, shape)
+        return _selected_sum(*branch, shape, enumerate_)
     node = x.owner
     if node is not None and isinstance(node.op, Alloc) and node.inputs[0].type.shape == shape:
-        return _hoisted_total(node.inputs[0], dependent)  # a broadcast to its own shape
+        return _hoisted_total(node.inputs[0], dependent, enumerate_)  # a no-op broadcast
     if (node is not None and isinstance(node.op, Elemwise)
             and isinstance(node.op.scalar_op, ps.Switch)
             and all(node.inputs[0].type.broadcastable)):
         k, a, b = node.inputs
         a = a if a.type.shape == shape else pt.broadcast_to(a, shape)
-        return pt.switch(k.reshape(()), _hoisted_total(a, dependent),
-                         pt.broadcast_to(b, shape).sum())
-    return x.sum()
+        return pt.switch(enumerate_(k.reshape(())), _hoisted_total(a, dependent, enumerate_),
+                         enumerate_(pt.broadcast_to(b, shape).sum()))
+    return enumerate_(x.sum())
 
 
-def hoisted_sum(term, summed: list) -> pt.TensorVariable:
+def hoisted_sum(term, summed: list, enumerate_) -> pt.TensorVariable:
     """The sum of all elements of ``term``, a graph of the jointly ``summed`` value
-    variables, rebuilt so that what does not depend on them is computed once per particle
-    when the sum is enumerated over their configurations: elementwise operations on a
-    ``switch`` on the summed values (a change point's rate) move inside it
-    (:func:`_lift_switches`), and the sum of such a switch becomes dot products with its
-    condition (:func:`_selected_sum`). Equal to ``term.sum()`` value for value (the tests
-    check it at random points of several models); a graph it cannot rebuild is summed
-    plainly."""
-    if not any(v in ancestors([term]) for v in summed):
-        return term.sum()
+    variables, at each of their C configurations (``enumerate_(graph)``: ``graph`` at every
+    configuration, :meth:`DiscreteSums._enumerate`), built so that what does not depend on
+    them is computed once per particle: elementwise operations on a ``switch`` on the
+    summed values (a change point's rate) move inside it (:func:`_lift_switches`), and the
+    sum of such a switch becomes matrix products with its condition
+    (:func:`_selected_sum`). Equal to the plain enumeration value for value (the tests
+    check it at random points of several models); a graph it cannot rebuild is enumerated
+    plainly. Returns a (C,) graph (or a scalar, when nothing depends on the summed
+    values)."""
     try:
         lifted, dependent = _lift_switches(term, summed)
-        return pt.as_tensor(_hoisted_total(lifted, dependent)).astype(term.dtype)
+        return pt.as_tensor(_hoisted_total(lifted, dependent, enumerate_)).astype("float64")
     except _NotHoisted:
-        return term.sum()
+        return enumerate_(term.sum()).astype("float64")

@@ -11,6 +11,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from scipy import special
 
 import pymc_anneal.pymc.discrete as discrete
 from pymc_anneal.backends import python_mode
@@ -34,6 +35,42 @@ def coal_model(years=None):
         late = pm.Exponential("late_rate", 1.0)
         pm.Poisson("disasters", pm.math.switch(s >= yrs, early, late), observed=COAL)
     return model
+
+
+def coal_log_evidence() -> float:
+    r"""The coal-mining model's exact log evidence: with Exponential(1) = Gamma(1, 1) rates,
+    each switch point's term is a product of two Gamma-Poisson integrals in closed form, so
+    :math:`\log p(y) = \log \frac{1}{111} \sum_s \mathrm{GP}(y_{t \le s})\,
+    \mathrm{GP}(y_{t > s})`, exact to rounding (-177.79527 nat)."""
+    years = np.arange(1851, 1963)
+    weights = [discrete_models._gamma_poisson(COAL[years <= s], 1.0, 1.0)
+               + discrete_models._gamma_poisson(COAL[years > s], 1.0, 1.0)
+               for s in range(1851, 1962)]
+    return float(special.logsumexp(weights) - np.log(111))
+
+
+def coal_case() -> discrete_models.DiscreteCase:
+    """The coal-mining model with its exact evidence (for ``benchmarks/bench_discrete.py``)."""
+    return discrete_models.DiscreteCase("coal", coal_model, coal_log_evidence(), COAL)
+
+
+def test_coal_log_evidence_by_quadrature():
+    """The closed form against quadrature over the two rates at three switch points (the
+    integrand factors into one integral per rate; quad's relative error 1e-10)."""
+    from scipy import integrate, stats
+    years = np.arange(1851, 1963)
+    for s in (1870, 1890, 1940):
+        total, closed = 0.0, 0.0
+        for part in (COAL[years <= s], COAL[years > s]):
+            shift = stats.poisson.logpmf(part, part.mean()).sum()
+            value, _ = integrate.quad(
+                lambda r, part=part, shift=shift: np.exp(
+                    stats.poisson.logpmf(part, r).sum() - r - shift),
+                0.0, 20.0, epsabs=0, epsrel=1e-10, points=[part.mean()])
+            total += np.log(value) + shift
+            closed += discrete_models._gamma_poisson(part, 1.0, 1.0)
+        assert total == pytest.approx(closed, abs=1e-8)
+    assert coal_log_evidence() == pytest.approx(-177.7952685761212, abs=1e-9)
 
 
 def _normal_rates():
