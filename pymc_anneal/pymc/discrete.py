@@ -59,6 +59,7 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV
+from pytensor.graph.basic import Constant
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import ancestors, graph_inputs, io_toposort
 from pytensor.tensor.basic import Alloc
@@ -563,14 +564,44 @@ def _selected_sum(c, a, b, shape, enumerate_=None):
         return pt.switch(pt.isfinite(x), x, 0.0).astype("float64")
 
     base = float(size + 1)
-    total = pt.dot(c, finite(a) - finite(b)) + finite(b).sum()
-    count = pt.dot(c, _counts(a, base) - _counts(b, base)) + _counts(b, base).sum()
+    dot = _prefix_dot(c) if enumerate_ is not None else None
+    dot = dot or (lambda x: pt.dot(c, x))
+    total = dot(finite(a) - finite(b)) + finite(b).sum()
+    count = dot(_counts(a, base) - _counts(b, base)) + _counts(b, base).sum()
     nans = pt.floor(count / base**2 + 0.5 / base**2)
     count = count - nans * base**2
     pos = pt.floor(count / base + 0.5 / base)
     neg = pt.round(count - pos * base)
     return pt.switch(pt.gt(nans, 0) | (pt.gt(pos, 0) & pt.gt(neg, 0)), np.nan,
                      pt.switch(pt.gt(neg, 0), -np.inf, pt.switch(pt.gt(pos, 0), np.inf, total)))
+
+
+def _prefix_dot(matrix):
+    r"""``x -> matrix @ x`` through prefix sums when ``matrix`` (C, n) is a constant whose
+    rows each select a prefix or a suffix of the elements (a change point's
+    :math:`t \le s` or :math:`t > s`): with :math:`P_i = \sum_{t < i} x_t`, a prefix row
+    of length :math:`i` gives :math:`P_i` and a suffix row from :math:`i` gives
+    :math:`P_n - P_i`, O(n + C) per particle instead of O(nC). None for other matrices
+    (a condition on data that ``pm.set_data`` may change is not a constant)."""
+    if not all(isinstance(v, Constant) for v in graph_inputs([matrix])):
+        return None
+    rows = np.asarray(matrix.eval(mode=python_mode()), dtype=bool)
+    n = rows.shape[1]
+    ones = rows.sum(axis=1)
+    positions = np.arange(n)
+    prefix = (rows == (positions[None] < ones[:, None])).all(axis=1)
+    suffix = (rows == (positions[None] >= (n - ones)[:, None])).all(axis=1)
+    if not (prefix | suffix).all():
+        return None
+    index = np.where(prefix, ones, n - ones)
+    sign = np.where(prefix, 1.0, -1.0)
+    whole = np.where(prefix, 0.0, 1.0)
+
+    def dot(x):
+        sums = pt.concatenate([pt.zeros((1,), dtype=x.dtype), pt.cumsum(x)])
+        return sign * sums[index] + whole * sums[n]
+
+    return dot
 
 
 def _hoisted_total(x, dependent: set, enumerate_):
