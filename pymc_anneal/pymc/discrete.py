@@ -283,10 +283,11 @@ class DiscreteSums:
         """Per-particle graphs of the unnormalized conditional log-probabilities: the joint
         configurations' (C,) (only when there are joint variables), then each per-element
         variable's (C, K, *shape) (C = 1 without joint variables)."""
-        rest, logits, _ = self._parts(terms)
+        rest, logits, enumerated = self._parts(terms, hoist=HOIST)
         outputs = [rest] + [logits[v] for v in self.per_element if v in logits]
         if self.joint:
             outputs = vectorize_graph(outputs, replace=self._config_replacements())
+            outputs[0] = outputs[0] + sum(enumerated)  # the hoisted terms' sums, (C,)
         else:
             outputs = [o[None] for o in outputs]
         return outputs if self.joint else outputs[1:]
@@ -597,9 +598,12 @@ def _prefix_dot(matrix):
     sign = np.where(prefix, 1.0, -1.0)
     whole = np.where(prefix, 0.0, 1.0)
 
-    def dot(x):
-        sums = pt.concatenate([pt.zeros((1,), dtype=x.dtype), pt.cumsum(x)])
-        return sign * sums[index] + whole * sums[n]
+    gather = np.maximum(index - 1, 0)  # P_i = cumsum(x)[i - 1], and P_0 = 0
+    sign = np.where(index > 0, sign, 0.0)
+
+    def dot(x):  # no concatenate: JAX's gradient of one splits at traced sizes
+        sums = pt.cumsum(x)
+        return sign * sums[gather] + whole * sums[n - 1]
 
     return dot
 
