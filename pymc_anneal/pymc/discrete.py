@@ -85,7 +85,8 @@ def _constant(graph, what: str, name: str, random) -> np.ndarray:
             f"(its {what}), so it cannot be enumerated once for all particles. Anneal it "
             f"instead (discrete='auto' or 'anneal'), or give it a fixed {what}."
         )
-    return np.asarray(graph.eval())
+    # Python mode: PyTensor's default (Numba) compiles for seconds on a cold cache
+    return np.asarray(graph.eval(mode=python_mode()))
 
 
 def finite_support(rv, random) -> np.ndarray:
