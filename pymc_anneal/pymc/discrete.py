@@ -32,6 +32,14 @@ Variables this module cannot sum (unbounded or huge supports, supports that depe
 random variables, too many joint configurations) stay on the path with ``discrete="auto"``
 and are annealed by :mod:`pymc_anneal.kernels.compound`.
 
+A joint sum costs C configurations times the graph that depends on the summed values, and
+``vectorize_graph`` batches everything downstream of them. :func:`hoisted_sum` first moves
+that work out: :math:`f(\mathrm{switch}(c, a, b), x) = \mathrm{switch}(c, f(a, x), f(b,
+x))` where only :math:`c` depends on the summed values (a change point's rate: two logs per
+particle, not C x n), then :math:`\sum_t \mathrm{switch}(c_t, a_t, b_t) = c \cdot (a - b)
++ \sum_t b_t` as one matrix product over the configurations (non-finite elements counted
+apart), read off prefix sums when every configuration selects a prefix or suffix.
+
 After annealing, the summed-out variables come back from their exact conditional
 :math:`p(z \mid \theta, y)` at each final particle (:meth:`DiscreteSums.draw`), so the
 posterior holds them with their integer dtype.
