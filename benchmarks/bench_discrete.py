@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """Benchmark: evidence of PyMC models with discrete free variables, ours against SMC.
 
-Three models with exact log evidences (``tests/discrete_models.py``): a change point
+PyMC's coal-mining change point (112 years, ``switchpoint ~ DiscreteUniform(1851, 1961)``,
+Exponential(1) rates; exact evidence in closed form, ``tests/pymc/test_discrete_hoist.py``)
+and three models with exact log evidences (``tests/discrete_models.py``): a change point
 (Poisson counts, a DiscreteUniform switch point, Gamma rates), a two-component Gaussian
 mixture with 40 explicit Bernoulli labels, and a latent count (N ~ Poisson, y ~ Binomial(N,
 p)). For each, ``pa.sample_ais()`` at its defaults (the switch point and the labels summed
@@ -12,7 +14,7 @@ second call on the same model with another seed (the steady state: compiled code
 Printed: the error against the exact log evidence, the reported standard error, warnings,
 and the wall times with their ratio ours / SMC measured in this run.
 
-``--quick`` runs only the change-point model. Cap BLAS threads for stable numbers (the
+``--quick`` runs only the coal-mining model. Cap BLAS threads for stable numbers (the
 script sets ``OMP_NUM_THREADS=1`` etc. in the children).
 """
 
@@ -33,7 +35,9 @@ import json, sys, time, warnings
 import numpy as np
 sys.path.insert(0, {root!r})
 from tests import discrete_models
-case = getattr(discrete_models, {model!r})()
+from tests.pymc import test_discrete_hoist
+case = (test_discrete_hoist.coal_case() if {model!r} == "coal"
+        else getattr(discrete_models, {model!r})())
 method = {method!r}
 out = {{"model": case.name, "method": method, "exact": case.log_evidence, "runs": []}}
 model = case.build()
@@ -68,7 +72,7 @@ for seed in (1, 2):
 print("RESULT" + json.dumps(out))
 """
 
-MODELS = ["change_point", "label_mixture", "latent_count"]
+MODELS = ["coal", "change_point", "label_mixture", "latent_count"]
 
 
 def measure(model: str, method: str) -> dict:
@@ -89,7 +93,8 @@ def measure(model: str, method: str) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("--quick", action="store_true", help="only the change-point model")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the coal-mining change-point model")
     parser.add_argument("--json", type=Path, help="write the raw results here")
     args = parser.parse_args(argv)
     models = MODELS[:1] if args.quick else MODELS

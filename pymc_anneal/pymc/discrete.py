@@ -32,6 +32,14 @@ Variables this module cannot sum (unbounded or huge supports, supports that depe
 random variables, too many joint configurations) stay on the path with ``discrete="auto"``
 and are annealed by :mod:`pymc_anneal.kernels.compound`.
 
+A joint sum costs C configurations times the graph that depends on the summed values, and
+``vectorize_graph`` batches everything downstream of them. :func:`hoisted_sum` first moves
+that work out: :math:`f(\mathrm{switch}(c, a, b), x) = \mathrm{switch}(c, f(a, x), f(b,
+x))` where only :math:`c` depends on the summed values (a change point's rate: two logs per
+particle, not C x n), then :math:`\sum_t \mathrm{switch}(c_t, a_t, b_t) = c \cdot (a - b)
++ \sum_t b_t` as one matrix product over the configurations (non-finite elements counted
+apart), read off prefix sums when every configuration selects a prefix or suffix.
+
 After annealing, the summed-out variables come back from their exact conditional
 :math:`p(z \mid \theta, y)` at each final particle (:meth:`DiscreteSums.draw`), so the
 posterior holds them with their integer dtype.
@@ -56,10 +64,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytensor
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV
+from pytensor.graph.basic import Constant
 from pytensor.graph.replace import vectorize_graph
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, graph_inputs, io_toposort
+from pytensor.tensor.basic import Alloc
+from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.random.basic import BernoulliRV, BetaBinomialRV, BinomialRV, CategoricalRV
 
 from pymc_anneal.backends import python_mode
@@ -81,7 +93,8 @@ def _constant(graph, what: str, name: str, random) -> np.ndarray:
             f"(its {what}), so it cannot be enumerated once for all particles. Anneal it "
             f"instead (discrete='auto' or 'anneal'), or give it a fixed {what}."
         )
-    return np.asarray(graph.eval())
+    # Python mode: PyTensor's default (Numba) compiles for seconds on a cold cache
+    return np.asarray(graph.eval(mode=python_mode()))
 
 
 def finite_support(rv, random) -> np.ndarray:
@@ -231,9 +244,12 @@ class DiscreteSums:
 
     # -- graphs ------------------------------------------------------------------------
 
-    def _parts(self, terms):
-        """Per-particle graphs: (rest, {var: per-element logits (K, *shape)}) with the joint
-        variables still symbolic; ``rest`` includes the per-element log-sum-exps."""
+    def _parts(self, terms, hoist: bool = False):
+        """Per-particle graphs: (rest, {var: per-element logits (K, *shape)}, enumerated)
+        with the joint variables still symbolic in ``rest``, which includes the per-element
+        log-sum-exps. With ``hoist``, the terms that depend on joint variables only are left
+        out of ``rest``: ``enumerated`` holds their sums over all configurations at once,
+        (C,) graphs built by :func:`hoisted_sum`."""
         remaining = list(terms)
         logits, total = {}, []
         for v in self.per_element:
@@ -247,26 +263,40 @@ class DiscreteSums:
             (grid_logits,) = vectorize_graph([element], replace={v.value: v.grid()})
             logits[v] = grid_logits
             total.append(pt.logsumexp(grid_logits, axis=0).sum())
+        joint = [v.value for v in self.joint]
+        enumerated = []
+        if hoist and joint:
+            enumerated = [hoisted_sum(t, joint, self._enumerate) for t in remaining
+                          if any(_depends(t, v) for v in self.joint)]
+            remaining = [t for t in remaining if not any(_depends(t, v) for v in self.joint)]
         rest = sum(t.sum() for t in remaining) + sum(total)
-        return pt.as_tensor(rest, dtype="float64"), logits
+        return pt.as_tensor(rest, dtype="float64"), logits, enumerated
+
+    def _enumerate(self, graph) -> pt.TensorVariable:
+        """``graph`` at every joint configuration: a leading axis of length C."""
+        (out,) = vectorize_graph([graph], replace=self._config_replacements())
+        return out
 
     def marginal(self, terms) -> pt.TensorVariable:
         """The per-particle log-sum-exp of the sum of ``terms`` over all discrete variables
-        they depend on (a scalar graph)."""
-        rest, _ = self._parts(terms)
+        they depend on (a scalar graph). The joint variables' terms are summed by
+        :func:`hoisted_sum`: work that does not depend on them is done once per particle,
+        not once per configuration."""
+        rest, _, enumerated = self._parts(terms, hoist=HOIST)
         if not self.joint:
             return rest
-        (per_config,) = vectorize_graph([rest], replace=self._config_replacements())
+        per_config = self._enumerate(rest) + sum(enumerated)
         return pt.logsumexp(per_config)
 
     def conditional_logits(self, terms) -> list[pt.TensorVariable]:
         """Per-particle graphs of the unnormalized conditional log-probabilities: the joint
         configurations' (C,) (only when there are joint variables), then each per-element
         variable's (C, K, *shape) (C = 1 without joint variables)."""
-        rest, logits = self._parts(terms)
+        rest, logits, enumerated = self._parts(terms, hoist=HOIST)
         outputs = [rest] + [logits[v] for v in self.per_element if v in logits]
         if self.joint:
             outputs = vectorize_graph(outputs, replace=self._config_replacements())
+            outputs[0] = outputs[0] + sum(enumerated)  # the hoisted terms' sums, (C,)
         else:
             outputs = [o[None] for o in outputs]
         return outputs if self.joint else outputs[1:]
@@ -312,6 +342,9 @@ ELEMENTWISE_POINTS = 8
 draws of the prior of the variables on the path (never the model's initial point, where a
 coupling coefficient with a symmetric prior is exactly 0 and hides the coupling), each with
 its own random values of the summed variables."""
+HOIST = True
+"""Whether :meth:`DiscreteSums.marginal` builds the joint sum with :func:`hoisted_sum` (the
+tests compare it with the plain sum)."""
 _MAX_CHECK_VALUES = 20_000_000
 """The most term values one evaluation of the check computes (fewer points above it)."""
 
@@ -422,3 +455,205 @@ def compile_check(terms, flat, discrete_values):
         return [np.stack([row[k] for row in per_row]) for k in range(len(indices))]
 
     return check_fn
+
+
+# -- hoisting work out of the joint sum ----------------------------------------------------
+
+
+class _NotHoisted(Exception):
+    """A graph :func:`hoisted_sum` cannot rebuild (the plain sum is used)."""
+
+
+def _branch_switch(var, dependent: set):
+    """``(c, a, b)`` when ``var`` is ``switch(c, a, b)`` whose condition depends on the summed
+    variables and whose branches do not; else None."""
+    node = var.owner
+    if (node is None or not isinstance(node.op, Elemwise)
+            or not isinstance(node.op.scalar_op, ps.Switch)):
+        return None
+    c, a, b = node.inputs
+    if c in dependent and a not in dependent and b not in dependent:
+        return c, a, b
+    return None
+
+
+def _lifted(node, inputs, dependent: set):
+    """The switch that replaces the elementwise ``node`` on ``inputs``, or None."""
+    if _is_full_all(node) and inputs[0] in dependent:
+        branch = _branch_switch(inputs[0], dependent)
+        shape = inputs[0].type.shape
+        if branch is None or any(s is None for s in shape):
+            return None
+        c, a, b = branch
+        false = [1.0 - x.astype("float64") for x in (a, b)]  # all() <=> no False selected
+        return pt.eq(_selected_sum(c, *false, shape), 0)
+    if not isinstance(node.op, Elemwise) or len(node.outputs) != 1:
+        return None
+    switches = [_branch_switch(i, dependent) if i in dependent else None for i in inputs]
+    conditions = {id(sw[0]) for sw in switches if sw is not None}
+    if len(conditions) != 1 or any(sw is None and i in dependent
+                                   for sw, i in zip(switches, inputs)):
+        return None
+    c = next(sw[0] for sw in switches if sw is not None)
+    branches = [node.op(*[i if sw is None else sw[k].astype(i.dtype)
+                          for sw, i in zip(switches, inputs)]) for k in (1, 2)]
+    lifted = pt.switch(c, *branches)
+    old = node.outputs[0]
+    return lifted if lifted.dtype == old.dtype and lifted.ndim == old.ndim else None
+
+
+def _is_full_all(node) -> bool:
+    """Whether ``node`` is ``all`` over every axis of its input (a parameter check)."""
+    op = node.op
+    return (isinstance(op, CAReduce) and isinstance(op.scalar_op, ps.AND)
+            and (op.axis is None or len(op.axis) == node.inputs[0].ndim)
+            and node.outputs[0].ndim == 0)
+
+
+def _lift_switches(term, summed: list):
+    r"""``term`` with every elementwise operation applied to switches on the summed values
+    moved inside them: :math:`f(\mathrm{switch}(c, a, b), x) = \mathrm{switch}(c, f(a, x),
+    f(b, x))` where ``c`` depends on the summed variables and ``a``, ``b`` and ``x`` do not
+    (several inputs may be switches on the same ``c``). An elementwise identity, exact value
+    by value; it leaves ``f(a, x)`` and ``f(b, x)`` independent of the summed variables, so
+    enumerating them computes each once per particle instead of once per configuration.
+    Returns the new graph and the set of its variables that depend on the summed ones."""
+    dependent = set(summed)
+    new = {}
+    for node in io_toposort(list(graph_inputs([term])), [term]):
+        inputs = [new.get(i, i) for i in node.inputs]
+        depends = any(i in dependent for i in inputs)
+        lifted = _lifted(node, inputs, dependent) if depends else None
+        if lifted is not None:
+            outputs = [lifted]
+        elif all(i is j for i, j in zip(inputs, node.inputs)):
+            outputs = node.outputs
+        else:
+            outputs = node.op.make_node(*inputs).outputs
+        for old, out in zip(node.outputs, outputs):
+            if out.type != old.type:
+                try:
+                    out = old.type.filter_variable(out)
+                except TypeError as exc:
+                    raise _NotHoisted from exc
+            new[old] = out
+            if depends:
+                dependent.add(out)
+    return new.get(term, term), dependent
+
+
+def _counts(x, base: float):
+    """Each element's class as a number: 1 for -inf, ``base`` for +inf, ``base**2`` for NaN,
+    0 when finite (a sum of them counts each class exactly while every count < base)."""
+    return (pt.isneginf(x) + base * pt.isposinf(x) + base**2 * pt.isnan(x)).astype("float64")
+
+
+def _selected_sum(c, a, b, shape, enumerate_=None):
+    r""":math:`\sum \mathrm{switch}(c, a, b)` over all elements as two dot products with the
+    condition, :math:`c \cdot (a - b) + \sum b` on the finite parts, plus the infinite and
+    NaN elements counted the same way (by :func:`_counts`): the sum is NaN with a selected
+    NaN or both infinities, else -inf or +inf with one, else the finite sum. With
+    ``enumerate_`` (:meth:`DiscreteSums._enumerate`), the sums at all C configurations at
+    once: the condition becomes a constant (C, size) matrix and the dots one matrix
+    product per batch of particles (whose gradient is one more)."""
+    size = int(np.prod(shape))
+    if size**3 >= 2**52:
+        raise _NotHoisted
+    flat = [x if x.type.shape == shape else pt.broadcast_to(x, shape) for x in (c, a, b)]
+    c, a, b = flat
+    if enumerate_ is not None:
+        c = enumerate_(c)
+        c = c.reshape((c.shape[0], size)) if len(shape) != 1 else c
+    elif len(shape) != 1:
+        c = c.reshape((size,))
+    if len(shape) != 1:
+        a, b = a.reshape((size,)), b.reshape((size,))
+    c = c.astype("float64")
+
+    def finite(x):
+        return pt.switch(pt.isfinite(x), x, 0.0).astype("float64")
+
+    base = float(size + 1)
+    dot = _prefix_dot(c) if enumerate_ is not None else None
+    dot = dot or (lambda x: pt.dot(c, x))
+    total = dot(finite(a) - finite(b)) + finite(b).sum()
+    count = dot(_counts(a, base) - _counts(b, base)) + _counts(b, base).sum()
+    nans = pt.floor(count / base**2 + 0.5 / base**2)
+    count = count - nans * base**2
+    pos = pt.floor(count / base + 0.5 / base)
+    neg = pt.round(count - pos * base)
+    return pt.switch(pt.gt(nans, 0) | (pt.gt(pos, 0) & pt.gt(neg, 0)), np.nan,
+                     pt.switch(pt.gt(neg, 0), -np.inf, pt.switch(pt.gt(pos, 0), np.inf, total)))
+
+
+def _prefix_dot(matrix):
+    r"""``x -> matrix @ x`` through prefix sums when ``matrix`` (C, n) is a constant whose
+    rows each select a prefix or a suffix of the elements (a change point's
+    :math:`t \le s` or :math:`t > s`): with :math:`P_i = \sum_{t < i} x_t`, a prefix row
+    of length :math:`i` gives :math:`P_i` and a suffix row from :math:`i` gives
+    :math:`P_n - P_i`, O(n + C) per particle instead of O(nC). None for other matrices
+    (a condition on data that ``pm.set_data`` may change is not a constant)."""
+    if not all(isinstance(v, Constant) for v in graph_inputs([matrix])):
+        return None
+    rows = np.asarray(matrix.eval(mode=python_mode()), dtype=bool)
+    n = rows.shape[1]
+    ones = rows.sum(axis=1)
+    positions = np.arange(n)
+    prefix = (rows == (positions[None] < ones[:, None])).all(axis=1)
+    suffix = (rows == (positions[None] >= (n - ones)[:, None])).all(axis=1)
+    if not (prefix | suffix).all():
+        return None
+    index = np.where(prefix, ones, n - ones)
+    sign = np.where(prefix, 1.0, -1.0)
+    whole = np.where(prefix, 0.0, 1.0)
+
+    gather = np.maximum(index - 1, 0)  # P_i = cumsum(x)[i - 1], and P_0 = 0
+    sign = np.where(index > 0, sign, 0.0)
+
+    def dot(x):  # no concatenate: JAX's gradient of one splits at traced sizes
+        sums = pt.cumsum(x)
+        return sign * sums[gather] + whole * sums[n - 1]
+
+    return dot
+
+
+def _hoisted_total(x, dependent: set, enumerate_):
+    """The sum of all elements of ``x`` (a lifted term) at every joint configuration, (C,),
+    with the switches on the summed values turned into matrix products
+    (:func:`_selected_sum`), through a switch whose condition is one value for the whole
+    array (a parameter check) and a broadcast to the array's own shape."""
+    shape = x.type.shape
+    if any(s is None for s in shape):
+        return enumerate_(x.sum())
+    branch = _branch_switch(x, dependent)
+    if branch is not None:
+        return _selected_sum(*branch, shape, enumerate_)
+    node = x.owner
+    if node is not None and isinstance(node.op, Alloc) and node.inputs[0].type.shape == shape:
+        return _hoisted_total(node.inputs[0], dependent, enumerate_)  # a no-op broadcast
+    if (node is not None and isinstance(node.op, Elemwise)
+            and isinstance(node.op.scalar_op, ps.Switch)
+            and all(node.inputs[0].type.broadcastable)):
+        k, a, b = node.inputs
+        a = a if a.type.shape == shape else pt.broadcast_to(a, shape)
+        return pt.switch(enumerate_(k.reshape(())), _hoisted_total(a, dependent, enumerate_),
+                         enumerate_(pt.broadcast_to(b, shape).sum()))
+    return enumerate_(x.sum())
+
+
+def hoisted_sum(term, summed: list, enumerate_) -> pt.TensorVariable:
+    """The sum of all elements of ``term``, a graph of the jointly ``summed`` value
+    variables, at each of their C configurations (``enumerate_(graph)``: ``graph`` at every
+    configuration, :meth:`DiscreteSums._enumerate`), built so that what does not depend on
+    them is computed once per particle: elementwise operations on a ``switch`` on the
+    summed values (a change point's rate) move inside it (:func:`_lift_switches`), and the
+    sum of such a switch becomes matrix products with its condition
+    (:func:`_selected_sum`). Equal to the plain enumeration value for value (the tests
+    check it at random points of several models); a graph it cannot rebuild is enumerated
+    plainly. Returns a (C,) graph (or a scalar, when nothing depends on the summed
+    values)."""
+    try:
+        lifted, dependent = _lift_switches(term, summed)
+        return pt.as_tensor(_hoisted_total(lifted, dependent, enumerate_)).astype("float64")
+    except _NotHoisted:
+        return enumerate_(term.sum()).astype("float64")
