@@ -160,6 +160,7 @@ def test_log_joint_graph_matches_numpy(dtype):
     assert mc == pytest.approx(model.exact_log_likelihood(x)[0], abs=0.02)
 
 
+@pytest.mark.slow  # at the defaults ("auto": sizing runs), as the float64 test
 def test_float32_model_per_point_log_likelihood():
     rng = np.random.default_rng(0)
     model = LinearGenerative(rng.normal(size=(6, 4)), 0.5, dtype="float32")

@@ -57,6 +57,7 @@ def _log_z_by_grid(model, half_width=8.0, num=1601):
     return m + np.log(np.exp(log_f - m).sum() * h * h)
 
 
+@pytest.mark.slow  # num_steps="auto" chooses more temperatures than the old fixed 1000
 def test_ais_at_the_defaults_matches_numerical_integration():
     model = _model()
     exact = _log_z_by_grid(model)

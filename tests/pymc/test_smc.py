@@ -217,6 +217,7 @@ def test_mixture_labels_are_drawn_by_gibbs():
     assert set(np.unique(labels)) <= {0, 1}
 
 
+@pytest.mark.slow  # 10 s: the fast subset keeps its 5-minute budget
 def test_discrete_variables_move_exactly():
     """A latent Poisson count (N ~ Poisson(10), y_j ~ Binomial(N, p), p ~ Beta(2, 2)): the
     compound kernel moves N on the integers; the evidence against its exact sum over N."""
