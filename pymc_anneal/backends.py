@@ -24,6 +24,15 @@ With several JAX devices (GPUs, or CPU devices from
 its carries over them (:data:`DEVICES_VARIABLE`; ``docs/design.md``, "Device sharding"):
 the random draws do not depend on the split, sums over particles may be added in another
 order, so results equal the one-device run's to rounding.
+
+JAX keeps no compiled code between processes unless asked, so every new process compiled
+its loops again (1-2 s each on two cores) where PyTensor's C and Numba code is cached on
+disk. The JAX loops therefore switch on JAX's persistent compilation cache
+(:data:`JAX_CACHE_VARIABLE`, :func:`enable_jax_cache`): a script run again starts from the
+stored executables (``benchmarks/bench_evidence.py``). The key is JAX's: the whole XLA
+program (shapes, and the constants PyTensor folded into it, so a model's observed values),
+the compile options, the versions of JAX and jaxlib, and the device; a model's ``pm.Data``
+values are arguments of the loop, not part of the program.
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ _LOG = logging.getLogger(__name__)
 
 __all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "CompiledFunction", "compile_function",
            "compile_in_background", "compile_loop", "compile_one_off", "default_backend",
-           "interruptible", "python_mode", "raise_if_interrupted", "static_loop_length",
+           "enable_jax_cache", "interruptible", "python_mode", "raise_if_interrupted", "static_loop_length",
            "wait_for_background_compiles"]
 
 DEVICES_VARIABLE = "PYMC_ANNEAL_JAX_DEVICES"
@@ -67,6 +76,51 @@ JAX_LOOP_LENGTH = 32
 many steps (callers pad a shorter run with steps that change nothing, and split a longer
 one), and the shapes of a path's parameters are static too; the numbers of particles and
 chains stay free, and JAX compiles once per distinct shape."""
+
+
+JAX_CACHE_VARIABLE = "PYMC_ANNEAL_JAX_CACHE"
+"""The environment variable for JAX's persistent compilation cache: unset, the cache is
+``<PyTensor's compiledir>/jax`` (beside PyTensor's own compiled code, so that deleting one
+deletes both); a path puts it there; ``"0"``, ``"off"`` or ``"no"`` leaves it off. A cache
+directory the user has set for JAX (``JAX_COMPILATION_CACHE_DIR`` or
+``jax.config.update("jax_compilation_cache_dir", ...)``) always wins."""
+
+
+@functools.cache
+def enable_jax_cache() -> str | None:
+    """Switch on JAX's persistent compilation cache for this process (once; see
+    :data:`JAX_CACHE_VARIABLE`) and return its directory, or None where it stays off.
+
+    JAX's cache is one per process, so the user's own JAX programs use it too, under JAX's
+    rules (only compiles that took at least ``jax_persistent_cache_min_compile_time_secs``,
+    1 s by default, are stored). The annealing loops are stored whatever their compile time
+    (:func:`_jax_loop`).
+    """
+    import jax
+
+    choice = os.environ.get(JAX_CACHE_VARIABLE, "").strip()
+    if choice.lower() in {"0", "off", "no", "false"}:
+        return None
+    current = jax.config.jax_compilation_cache_dir
+    if current:  # the user's own choice
+        return current
+    path = choice or os.path.join(pytensor.config.compiledir, "jax")
+    jax.config.update("jax_compilation_cache_dir", path)
+    _LOG.debug("JAX's persistent compilation cache is at %s", path)
+    return path
+
+
+def _cached_compile(compile_: Callable) -> Callable:
+    """``compile_`` with JAX's persistent cache taking its result whatever its compile time
+    (the setting is thread-local, so the user's compiles keep theirs)."""
+    from jax._src import config as jax_config
+
+    @functools.wraps(compile_)
+    def compile_cached(*args, **kwargs):
+        with jax_config.persistent_cache_min_compile_time_secs(0.0):
+            return compile_(*args, **kwargs)
+
+    return compile_cached
 
 
 def static_loop_length(backend: str) -> int | None:
@@ -385,7 +439,8 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         (key, final), per_step = jax.lax.scan(body, (key, tuple(initial)), tuple(stacked))
         return key, final, per_step
 
-    jitted = jax.jit(loop, compiler_options=XLA_OPTIONS)
+    enable_jax_cache()
+    jitted = _cached_compile(jax.jit(loop, compiler_options=XLA_OPTIONS))
     compiling: dict = {}  # shapes -> the event set when the loop's compile for them is done
 
     def signature(args):
@@ -407,10 +462,10 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
         example = _rbg_key(np.zeros(2, np.uint32))
         key = jax.ShapeDtypeStruct(example.shape, example.dtype,
                                    sharding=shardings and _replicated(shardings))
-        lowered = jitted.trace(key, tuple(specs[:num_seq]),
+        lowered = jitted.__wrapped__.trace(key, tuple(specs[:num_seq]),
                                tuple(specs[num_seq:num_seq + num_carry]),
                                tuple(specs[num_seq + num_carry:])).lower()
-        compiling[signature(args)] = compile_in_background(lowered.compile)
+        compiling[signature(args)] = compile_in_background(_cached_compile(lowered.compile))
         return compiling[signature(args)]
 
     def call(rng_state, *args):  # rng_state: a JAX RNG state (CompiledFunction converts)

@@ -33,7 +33,9 @@ def _persistent_jax_cache() -> None:
     graph the tests compile again (in the other pytest-xdist worker, in another test, in the
     next run) skips XLA's compile (about 1.5 s of a small model's 4 s first call). Only
     where nobody configured a cache; the directory is ``$PYMC_ANNEAL_TEST_JAX_CACHE`` or
-    ``~/.cache/pymc_anneal/jax-tests``. The package itself leaves JAX's settings alone."""
+    ``~/.cache/pymc_anneal/jax-tests``, not the package's default (beside PyTensor's compiled
+    code; ``pymc_anneal.backends.enable_jax_cache``), whose own tests run in new processes
+    (``tests/test_jax_cache.py``)."""
     try:
         import jax
     except ImportError:  # the JAX extra is not installed
