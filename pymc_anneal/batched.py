@@ -18,12 +18,16 @@ from pymc_anneal.backends import interruptible
 from pymc_anneal.diagnostics import weight_warnings
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
-from pymc_anneal.driver.tuning import AUTO_MAX_RERUNS, AUTO_MAX_STEPS
+from pymc_anneal.driver.tuning import (
+    AUTO_MAX_RERUNS,
+    AUTO_MAX_STEPS,
+    AUTO_PILOT_STEPS,
+    auto_variance,
+)
 from pymc_anneal.estimators import effective_sample_size, estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import point_estimates_tree, result_attrs, schedule_name
 from pymc_anneal.partition import forward_schedule, model_fingerprint, model_parts
-from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS, _auto_variance
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_count,
@@ -176,7 +180,7 @@ def _sized_num_steps(model, path, options, schedule, draws: int, chains: int,
                                  draws=draws, chains=chains, dlogz=dlogz, rng=point_rng,
                                  checkpoint=checkpoint, label=f"{model.name} (point {n})").size - 1
                 for n, point_rng in zip(rows, rng.spawn(rows.size)))
-    points, target, num_steps = data.shape[0], _auto_variance(dlogz, draws * chains), first
+    points, target, num_steps = data.shape[0], auto_variance(dlogz, draws * chains), first
     for check_rng in checks_rng.spawn(AUTO_MAX_RERUNS):
         check = run_annealing(path, betas=make_schedule(schedule, num_steps),
                               draws=draws * points, chains=1, rng=check_rng, options=options,

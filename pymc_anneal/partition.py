@@ -18,9 +18,10 @@ from pymc_anneal._digest import attribute_content, fingerprint
 from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
+from pymc_anneal.driver.tuning import AUTO_PILOT_STEPS, auto_variance
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
-from pymc_anneal.pymc.sampling import AUTO_PILOT_STEPS, _auto_variance, check_run_weights
+from pymc_anneal.pymc.sampling import check_run_weights
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import check_count, check_data_rows, check_num_steps, check_random_seed
 
@@ -189,7 +190,7 @@ def auto_options(options, num_steps, dlogz: float | None, num_particles: int):
     if num_steps != "auto":
         return options
     return options.replace(tuning=dataclasses.replace(
-        options.tuning, auto_variance=_auto_variance(dlogz, num_particles)))
+        options.tuning, auto_variance=auto_variance(dlogz, num_particles)))
 
 
 def forward_schedule(path, options, schedule, *, draws: int, chains: int,

@@ -31,7 +31,7 @@ from pymc_anneal.driver.memory import (
     format_bytes,
 )
 from pymc_anneal.driver.run import run_pilot
-from pymc_anneal.driver.tuning import Pilot
+from pymc_anneal.driver.tuning import AUTO_PILOT_STEPS, AUTO_VARIANCE, Pilot, auto_variance
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
@@ -61,20 +61,6 @@ asks for at most this many temperatures; a path that needs more gets the defensi
 of a fitted Gaussian and the prior (``base="gaussian"``) instead. Small models stay on the
 prior (measured: K = 20-900 up to d = 10); the 100-d linear model (K = 6,000-9,000 from the
 prior, 258 s) moves to the mixture (K = 61-65; see ``benchmarks/bench_highdim.py``)."""
-AUTO_PILOT_STEPS = 256
-"""With ``num_steps="auto"``, the temperatures of the pilot that measures the path."""
-AUTO_VARIANCE = 0.7
-"""With ``num_steps="auto"``, the target variance of the log weights, unless ``dlogz`` asks
-for less: log-normal weights of variance 0.7 leave a weight ESS of about half the particles
-(:math:`e^{-0.7}`), where the delta-method standard error is reliable. The pilot measures
-the path's thermodynamic length and the kernel's inefficiency on it, and K follows
-(:func:`pymc_anneal.driver.tuning.auto_num_steps`); a run that misses the target by
-:data:`~pymc_anneal.driver.tuning.AUTO_RERUN_FACTOR` is repeated with more steps, at most
-twice (:data:`~pymc_anneal.driver.tuning.AUTO_MAX_RERUNS`), judged on an extra check chain
-that is not reported.
-Measured (2026-11-24, HAIS, 4 x 1000 particles, seven models up to d = 10): the pilot's
-inefficiency is 2.3-6.7 and the realized one 1.0-1.6 times that, so runs land at ESS
-35-50%, the linear-model exception at the rerun line."""
 
 
 @interruptible()  # Ctrl-C stops the call, even when Python would lose it
@@ -289,7 +275,7 @@ def sample_ais(
         options = _compound_kernel(options, annealed)
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     main_options = options.replace(tuning=dataclasses.replace(
-        options.tuning, auto_variance=_auto_variance(dlogz, draws * chains))) if auto else options
+        options.tuning, auto_variance=auto_variance(dlogz, draws * chains))) if auto else options
     path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
     base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
                                        chains, rng)
@@ -341,15 +327,6 @@ def _choose_base(path, base: str, auto: bool, options: RunOptions, betas: np.nda
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, {"prior_num_steps": prior_steps}
-
-
-def _auto_variance(dlogz: float | None, num_particles: int) -> float:
-    r"""The target variance of the log weights of ``num_steps="auto"``: :data:`AUTO_VARIANCE`,
-    or less where ``dlogz`` asks for it (the standard error of ``num_particles`` log-normal
-    weights of variance :math:`\sigma^2` is about :math:`\sqrt{(e^{\sigma^2} - 1)/N}`)."""
-    if dlogz is None:
-        return AUTO_VARIANCE
-    return min(AUTO_VARIANCE, float(np.log1p(num_particles * dlogz**2)))
 
 
 def _compound_kernel(options: RunOptions, annealed: list[str]) -> RunOptions:
