@@ -9,6 +9,12 @@ z ~ N(0, 1), and every failure grouped by family, route and backend, with the da
     python benchmarks/calibration_report.py                      # the whole plan
     python benchmarks/calibration_report.py --backends jax --models-per-family 1
     python benchmarks/calibration_report.py --json calibration.json   # every score
+    python benchmarks/calibration_report.py --defaults               # sample_ais() as called
+
+``--defaults`` scores the call a user makes, ``sample_ais()`` at its defaults (4 x 1000
+particles, ``num_steps="auto"``, ``base="auto"``, ``discrete="auto"``) on JAX, instead of the
+plan's fixed K = 200 per route: the same random models (``--models-per-family`` per family),
+every dataset, ``--seeds`` seeds each.
 
 Run with ``OMP_NUM_THREADS=1``; the plan is sized for about 15 minutes on 2 cores, cold.
 """
@@ -36,9 +42,20 @@ def main(argv=None) -> int:
     parser.add_argument("--families", nargs="+", default=None)
     parser.add_argument("--models-per-family", type=int, default=runner.SLOW_MODELS_PER_FAMILY)
     parser.add_argument("--json", default=None, help="write every score to this file")
+    parser.add_argument("--defaults", action="store_true",
+                        help="sample_ais() at its defaults on JAX, one route per model")
+    parser.add_argument("--seeds", type=int, default=len(runner.SLOW_SEEDS),
+                        help="seeds per model and dataset")
     args = parser.parse_args(argv)
     runner.SLOW_MODELS_PER_FAMILY = args.models_per_family
-    plan = [entry for entry in runner.slow_plan(args.families) if entry[2] in args.backends]
+    seeds = tuple(range(args.seeds))
+    plan = [(case, routes, backend, seeds) for case, routes, backend, _ in
+            runner.slow_plan(args.families) if backend in args.backends]
+    options = {}
+    if args.defaults:
+        plan = [(case, [("auto", "auto")], "jax", seeds) for case, _, backend, _ in plan
+                if backend == "jax"]
+        options = {"draws": 1000, "chains": 4, "num_steps": "auto", "fit_steps": 500}  # 500: the default
     t0 = time.perf_counter()
 
     done = []
@@ -51,7 +68,7 @@ def main(argv=None) -> int:
         print(f"{case.name:30s} {backend:5s} {len(scores):3d} runs {seconds:6.1f} s"
               + (f"  {len(bad)} FAILED" if bad else ""), flush=True)
 
-    scores = runner.run_plan(plan, progress=progress)
+    scores = runner.run_plan(plan, progress=progress, **options)
     elapsed = time.perf_counter() - t0
     figures = runner.summarize(scores)
     print()
