@@ -30,7 +30,9 @@ Two kinds of sums, chosen per variable:
 
 Variables this module cannot sum (unbounded or huge supports, supports that depend on other
 random variables, too many joint configurations) stay on the path with ``discrete="auto"``
-and are annealed by :mod:`pymc_anneal.kernels.compound`.
+and are annealed by :mod:`pymc_anneal.kernels.compound`; so do those whose sum would cost
+more than :data:`SUM_BUDGET` elements per particle (:meth:`DiscreteSums.cost`, read off the
+hoisted graph and the data's shapes when the path is built, :func:`check_cost`).
 
 A joint sum costs C configurations times the graph that depends on the summed values, and
 ``vectorize_graph`` batches everything downstream of them. :func:`hoisted_sum` first moves
@@ -96,18 +98,18 @@ densities that depend on the summed values and on the particle) that ``discrete=
 sums exactly; above it the summed variable that weighs most is annealed by the compound
 kernel instead, and the path says why (``ModelPath.discrete_notes``, and an INFO log line).
 
-Why this value (``benchmarks/measure_sum_budget.py``, JAX, 1000 particles, the coal-mining
-model, 2026-11-26, 2 loaded cores, rough): one summed element costs 1.9 to 3.4 ns per
-particle (value and gradient; the slope between the hoisted sum, cost 4,224, and the plain
-one, 187,484), and one annealed discrete coordinate 3.4 to 3.6 us per particle and step
+Why this value (``benchmarks/measure_sum_budget.py``, JAX, 1000 particles, value and
+gradient, the coal-mining model, 2026-11-26, 2 loaded cores, rough): one summed element
+costs 1.8 to 4.8 ns per particle (the slope between the hoisted sum, cost 7,332, and the
+plain one, 187,484), one annealed discrete coordinate 3.0 to 3.6 us per particle and step
 (the compound kernel's Metropolis evaluation and its recomputation with the gradient). So
-a sum of about 1,000 to 1,800 elements costs one annealed variable's step; counting the
-extra temperatures the annealed route needed on that model (K = 271 against 173) the
-break-even is about 3,400 elements, where the two routes' first calls were within 20% of
-each other (design notes). Summing is preferred up to a few times that (an exact
-conditional, nothing left to mix, exact posterior draws of the variable), and the
-models of the tests (costs 842 to 4,224) stay summed; the unhoisted coal sum (187,484,
-0.6 s per temperature) would be annealed."""
+one annealed variable's step costs a sum of about 750 to 1,800 elements, about 3,400 with
+the extra temperatures the annealed route needed on that model (K = 271 against 173),
+where the two routes' first calls were within 20% of each other (design notes); small
+graphs cost less than the slope says (the coal sums of 7,332 and 19,544 elements: 1x and
+1.5x an annealed step). The budget sits about 4x above the break-even: an exact sum has
+nothing to mix and draws the variable exactly. The models of the tests (costs 931 to
+19,544) stay summed."""
 
 
 def _constant(graph, what: str, name: str, random) -> np.ndarray:
