@@ -15,7 +15,9 @@ path: its evidence is one exact sum (:attr:`ModelPath.exact_log_evidence`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import logging
 import weakref
 from dataclasses import dataclass, field
 
@@ -40,16 +42,21 @@ from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
+from pymc_anneal.pymc import discrete
 from pymc_anneal.pymc.discrete import (
     ELEMENTWISE_POINTS,
     DiscreteSums,
+    SumTooCostly,
     TooManyConfigurations,
+    check_cost,
     compile_check,
     finite_support,
     is_summable,
 )
 
 __all__ = ["DISCRETE_ROUTES", "ModelPath", "model_path"]
+
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +74,8 @@ class ModelPath:
     discrete_inputs: tuple = ()  # their value variables, inputs of output/conditional graphs
     conditional_graph: tuple = ()  # DiscreteSums.conditional_logits of the whole model
     exact_log_evidence: float | None = None  # all-discrete models: the exact sum
+    sum_cost: int | None = None  # DiscreteSums.cost of the sums on the path (elements)
+    discrete_notes: tuple[str, ...] = ()  # why a summable variable is annealed instead
     _output_functions: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -320,14 +329,20 @@ def _build_discrete(model: pm.Model, signature: tuple, route: str) -> ModelPath:
         summed = discrete
     else:
         summed = [v for v in discrete if is_summable(model.values_to_rvs[v], random)]
+    notes = []
     while True:
         try:
-            return _build_summed(model, signature, summed)
+            result = _build_summed(model, signature, summed, budget=route == "auto")
+            return dataclasses.replace(result, discrete_notes=tuple(notes)) if notes \
+                else result
         except TooManyConfigurations as exc:
             if route == "sum":
                 raise
-            # anneal the variable with the largest joint support, sum the rest
+            # anneal the variable with the largest joint support (or cost), sum the rest
             summed = [v for v in summed if v.name != exc.variables[0]]
+            if isinstance(exc, SumTooCostly):
+                notes.append(str(exc))
+                _LOG.info("%s", exc)
 
 
 def _join_state(initial_point, graphs, state):
@@ -382,9 +397,11 @@ def _state_layout(model, state, initial_point):
     return slices, discrete_dims, supports
 
 
-def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
+def _build_summed(model: pm.Model, signature: tuple, summed: list,
+                  budget: bool = False) -> ModelPath:
     """The path over the continuous and annealed discrete variables, with the discrete
-    variables in ``summed`` summed out."""
+    variables in ``summed`` summed out; with ``budget``, :class:`SumTooCostly` when their
+    sum costs more than :data:`~pymc_anneal.pymc.discrete.SUM_BUDGET` per particle."""
     initial_point = model.initial_point()
     state = [v for v in model.value_vars if v not in summed]
     free = list(model.free_RVs)
@@ -436,6 +453,10 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list) -> ModelPath:
 
     log_base_1, log_ratio_1 = _summed_log_densities(sums, summed, prior, like, state_prior,
                                                     summed_prior)
+    if sums is not None:  # judged on the hoisted sum, whatever the HOIST test switch
+        graphs = [log_base_1, log_ratio_1] if discrete.HOIST else [sums.marginal(terms, True)]
+        cost = (check_cost if budget else DiscreteSums.cost)(sums, graphs, [flat], [point])
+        common["sum_cost"] = cost
     num_dims = int(point.size)
 
     def build_log_densities(position):

@@ -30,7 +30,9 @@ Two kinds of sums, chosen per variable:
 
 Variables this module cannot sum (unbounded or huge supports, supports that depend on other
 random variables, too many joint configurations) stay on the path with ``discrete="auto"``
-and are annealed by :mod:`pymc_anneal.kernels.compound`.
+and are annealed by :mod:`pymc_anneal.kernels.compound`; so do those whose sum would cost
+more than :data:`SUM_BUDGET` elements per particle (:meth:`DiscreteSums.cost`, read off the
+hoisted graph and the data's shapes when the path is built, :func:`check_cost`).
 
 A joint sum costs C configurations times the graph that depends on the summed values, and
 ``vectorize_graph`` batches everything downstream of them. :func:`hoisted_sum` first moves
@@ -59,6 +61,7 @@ log-density graphs PyMC already gives, and our pins stay as they are
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -72,18 +75,41 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import ancestors, graph_inputs, io_toposort
 from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import CAReduce, Elemwise
+from pytensor.tensor.math import Dot
 from pytensor.tensor.random.basic import BernoulliRV, BetaBinomialRV, BinomialRV, CategoricalRV
 
 from pymc_anneal.backends import python_mode
 from pymc_anneal.exceptions import AnnealingError
 
-__all__ = ["MAX_CONFIGURATIONS", "MAX_SUPPORT", "DiscreteSums", "TooManyConfigurations",
-           "finite_support", "is_summable"]
+__all__ = ["MAX_CONFIGURATIONS", "MAX_SUPPORT", "SUM_BUDGET", "DiscreteSums", "SumTooCostly",
+           "TooManyConfigurations", "finite_support", "is_summable"]
 
 MAX_SUPPORT = 10_000
 """The largest support of one discrete variable (per element) that is summed exactly."""
 MAX_CONFIGURATIONS = 4096
 """The most joint configurations of the jointly enumerated discrete variables."""
+MULTIPLY_ADD_COST = 0.125
+"""One multiply-add of a matrix product, in elements of :meth:`DiscreteSums.cost` (about
+0.23 ns against 1.8 ns per elementwise element with its gradient, in the measurement of
+:data:`SUM_BUDGET`)."""
+SUM_BUDGET = 32_768
+r"""The most elements per particle (:meth:`DiscreteSums.cost`: the nodes of the summed log
+densities that depend on the summed values and on the particle) that ``discrete="auto"``
+sums exactly; above it the summed variable that weighs most is annealed by the compound
+kernel instead, and the path says why (``ModelPath.discrete_notes``, and an INFO log line).
+
+Why this value (``benchmarks/measure_sum_budget.py``, JAX, 1000 particles, value and
+gradient, the coal-mining model, 2026-11-26, 2 loaded cores, rough): one summed element
+costs 1.8 to 4.8 ns per particle (the slope between the hoisted sum, cost 7,332, and the
+plain one, 187,484), one annealed discrete coordinate 3.0 to 3.6 us per particle and step
+(the compound kernel's Metropolis evaluation and its recomputation with the gradient). So
+one annealed variable's step costs a sum of about 750 to 1,800 elements, about 3,400 with
+the extra temperatures the annealed route needed on that model (K = 271 against 173),
+where the two routes' first calls were within 20% of each other (design notes); small
+graphs cost less than the slope says (the coal sums of 7,332 and 19,544 elements: 1x and
+1.5x an annealed step). The budget sits about 4x above the break-even: an exact sum has
+nothing to mix and draws the variable exactly. The models of the tests (costs 931 to
+19,544) stay summed."""
 
 
 def _constant(graph, what: str, name: str, random) -> np.ndarray:
@@ -144,6 +170,28 @@ class TooManyConfigurations(AnnealingError):
         self.variables = variables
 
 
+class SumTooCostly(TooManyConfigurations):
+    """Discrete variables whose exact sum would cost more per particle than
+    :data:`SUM_BUDGET` (``discrete="auto"`` then anneals ``variables[0]`` and tries again)."""
+
+
+def check_cost(sums: DiscreteSums, graphs, inputs, point) -> int:
+    """The per-particle cost of the sums (:meth:`DiscreteSums.cost`); raises
+    :class:`SumTooCostly` when it exceeds :data:`SUM_BUDGET`, naming first the variable
+    whose support weighs most (the joint ones by their configurations, the per-element ones
+    by support size x elements)."""
+    cost = sums.cost(graphs, inputs, point)
+    if cost > SUM_BUDGET:
+        weights = {v.name: v.size * math.log(len(v.support)) for v in sums.joint}
+        weights.update({v.name: math.log(len(v.support) * v.size) for v in sums.per_element})
+        names = tuple(sorted(weights, key=lambda n: -weights[n]))
+        raise SumTooCostly(
+            f"summing {', '.join(names)} exactly would compute {cost:,} elements per particle "
+            f"and evaluation, more than SUM_BUDGET = {SUM_BUDGET:,}: {names[0]!r} is annealed "
+            "instead (discrete='sum' sums it anyway)", names)
+    return cost
+
+
 def is_summable(rv, random) -> bool:
     """Whether :func:`finite_support` accepts ``rv``."""
     try:
@@ -164,8 +212,16 @@ class _Var:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=int))
 
+    @functools.cached_property
+    def _grid(self) -> pt.TensorVariable:
+        return self.grid_constant()
+
     def grid(self) -> pt.TensorVariable:
-        """(K, *shape): every element at each support value."""
+        """(K, *shape): every element at each support value (one constant per variable,
+        so that :meth:`DiscreteSums.cost` finds the nodes that depend on it)."""
+        return self._grid
+
+    def grid_constant(self) -> pt.TensorVariable:
         k = len(self.support)
         values = np.broadcast_to(self.support.reshape((k,) + (1,) * len(self.shape)),
                                  (k, *self.shape))
@@ -277,12 +333,12 @@ class DiscreteSums:
         (out,) = vectorize_graph([graph], replace=self._config_replacements())
         return out
 
-    def marginal(self, terms) -> pt.TensorVariable:
+    def marginal(self, terms, hoist: bool | None = None) -> pt.TensorVariable:
         """The per-particle log-sum-exp of the sum of ``terms`` over all discrete variables
         they depend on (a scalar graph). The joint variables' terms are summed by
-        :func:`hoisted_sum`: work that does not depend on them is done once per particle,
-        not once per configuration."""
-        rest, _, enumerated = self._parts(terms, hoist=HOIST)
+        :func:`hoisted_sum` (unless ``hoist`` is False; None: :data:`HOIST`): work that
+        does not depend on them is done once per particle, not once per configuration."""
+        rest, _, enumerated = self._parts(terms, hoist=HOIST if hoist is None else hoist)
         if not self.joint:
             return rest
         per_config = self._enumerate(rest) + sum(enumerated)
@@ -301,9 +357,47 @@ class DiscreteSums:
             outputs = [o[None] for o in outputs]
         return outputs if self.joint else outputs[1:]
 
+    @functools.cached_property
+    def _configs_constants(self) -> tuple:
+        return tuple(pt.as_tensor(c.astype(v.value.dtype))
+                     for v, c in zip(self.joint, self.configs))
+
     def _config_replacements(self):
-        return {v.value: pt.as_tensor(c.astype(v.value.dtype))
-                for v, c in zip(self.joint, self.configs)}
+        return dict(zip((v.value for v in self.joint), self._configs_constants))
+
+    def cost(self, graphs, inputs, point: np.ndarray) -> int:
+        """The elements computed per particle, in one evaluation of ``graphs`` (the summed
+        log densities, built by :meth:`marginal`), by the nodes that depend on the summed
+        values (the enumerated configurations and the per-element supports) and on the
+        particle (``inputs``): the rest of the graph is evaluated by either route, and
+        what depends on the data and the supports alone is computed once, not per
+        particle. Read off the graph when the path is
+        built: static shapes where the types have them, else the shapes evaluated in
+        Python mode at ``point`` (the ``inputs``' values; shapes do not depend on them).
+        A matrix product also counts the elements of its first factor (its multiply-adds),
+        each as :data:`MULTIPLY_ADD_COST` elements.
+        Deterministic: the same graph and data shapes give the same cost."""
+        marked = set(self._configs_constants) | {v.grid() for v in self.per_element}
+        particle, counted, products = set(inputs), [], []
+        for node in io_toposort(list(graph_inputs(graphs)), list(graphs)):
+            if any(i in marked for i in node.inputs):
+                marked.update(node.outputs)
+                if any(i in particle for i in node.inputs):
+                    counted.extend(o for o in node.outputs if hasattr(o.type, "shape"))
+                    if isinstance(getattr(node.op, "core_op", node.op), Dot):
+                        products.append(node.inputs[0])  # its multiply-adds
+            if any(i in particle for i in node.inputs):
+                particle.update(node.outputs)
+        static = {o: math.prod(o.type.shape) for o in counted + products
+                  if all(s is not None for s in o.type.shape)}
+        unknown = list(dict.fromkeys(o for o in counted + products if o not in static))
+        if unknown:
+            shapes = pytensor.function(list(inputs), [o.shape for o in unknown],
+                                       on_unused_input="ignore", mode=python_mode())(*point)
+            static.update({o: math.prod(int(n) for n in np.atleast_1d(s))
+                           for o, s in zip(unknown, shapes)})
+        return int(sum(static[o] for o in counted)
+                   + MULTIPLY_ADD_COST * sum(static[o] for o in products))
 
     def draw(self, logits: list[np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Draw the discrete variables at each of n particles from their exact conditional,
