@@ -301,7 +301,8 @@ def sample_ais(
         "schedule": schedule if isinstance(schedule, str) else "custom", "base": base,
         "model_fingerprint": fingerprint(model_content(model)),
         **fit_info, **choice, "random_seed": seed_attr, "model": model.name or None,
-        "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None})
+        "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None,
+        "discrete_notes": list(mp.discrete_notes) or None})
     return add_arviz_groups(tree, model, log_likelihood=log_likelihood)
 
 

@@ -110,6 +110,7 @@ def test_a_change_point_annealed_by_the_rule_keeps_its_evidence(monkeypatch):
     with case.build():
         idata = pa.sample_ais(draws=500, chains=2, random_seed=5, progressbar=False)
     assert idata.attrs["annealed_discrete"] == ["switch"]
+    assert "more than SUM_BUDGET" in idata.attrs["discrete_notes"][0]
     est = pa.log_evidence(idata)
     assert abs(est.log_evidence - case.log_evidence) < 3 * max(est.standard_error,
                                                                 est.chain_sd), est
