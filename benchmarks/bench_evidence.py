@@ -498,9 +498,9 @@ def print_cold(method: str, r: dict) -> None:
           + ("  [warned]" if r["warned"] else ""), flush=True)
 
 
-def print_steady(method: str, r: dict) -> None:
-    print(f"  steady {method:<5} {r['wall']:6.2f} s (cpu {r['cpu']:5.2f} s) "
-          f"error {r['error']:+.4f}" + (f" K={r['num_steps']}" if method != "smc" else "")
+def print_steady(method: str, r: dict, what: str = "steady") -> None:
+    print(f"  {what} {method:<5} {r['wall']:6.2f} s (cpu {r['cpu']:5.2f} s) "
+          f"error {r['error']:+.4f}" + (f" K={r['num_steps']}" if r.get("num_steps") else "")
           + ("  [warned]" if r["warned"] else ""), flush=True)
 
 
@@ -524,7 +524,8 @@ def run_setting(setting: tuple, args, results: dict) -> None:
     model = target.build()
     methods = [label] if label != "ais" else [label, "smc"]
     for method in methods:  # warm-up
-        steady(model, target.log_evidence, method, 0, kwargs)
+        r = steady(model, target.log_evidence, method, 0, kwargs if method != "smc" else None)
+        print_steady(method, r, "warm-up")
     for rep in range(args.reps):
         for method in (methods if rep % 2 == 0 else methods[::-1]):
             r = steady(model, target.log_evidence, method, 1000 + rep,
