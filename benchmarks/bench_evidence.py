@@ -3,8 +3,8 @@ steady state, on models whose log evidence is known.
 
 What a user meets first is the **first call in a new process with empty caches**: for each
 model and each method, the script starts a new Python process with a temporary ``HOME``
-(which empties PyTensor's compile directory and Numba's cache; JAX keeps no cache unless
-asked) and times the first call on a freshly built model, and that whole process. The two
+(which empties PyTensor's compile directory, Numba's cache, and JAX's persistent
+compilation cache, which the package keeps beside PyTensor's) and times the first call on a freshly built model, and that whole process. The two
 methods are run alternately (ours, SMC, ours, SMC, ...) so that load on the machine hits
 both alike. Then, in this process, the **steady state**: after one warm-up call of each
 method on the model, ``--reps`` calls of each, interleaved, with new seeds.
@@ -22,6 +22,10 @@ most 3x SMC's time), at the defaults (``base="auto"``, which takes the fitted mi
 and with ``base="gaussian"``; ``--high-dim-prior`` adds ``base="prior"`` too (about 4-5
 minutes a call on 2 cores: K of 6,000-9,000). ``benchmarks/bench_highdim.py`` breaks the
 100-d model's time down.
+
+``--warm-home`` adds, for the small models, the first call in a second process whose HOME
+holds what a first process of the same method left there (PyTensor's C code, Numba's
+cache, JAX's persistent compilation cache): what a user meets when a script runs again.
 
 ``--coal`` adds PyMC's coal-mining change point (``tests/pymc/test_discrete_hoist.py``'s
 ``coal_case()``: 112 years, the switch point summed exactly, exact log evidence by the
@@ -328,11 +332,13 @@ class _PatchOnImport:
 
 
 def first_call(factory: str, method: str, kwargs: dict | None = None,
-               breakdown: bool = False, code: str | None = None) -> dict:
+               breakdown: bool = False, code: str | None = None,
+               home: str | None = None) -> dict:
     """The first call of ``method`` on the model in a new process with an empty HOME
-    (``code``: another child script, e.g. :data:`RBM_SNIPPET` formatted)."""
-    with tempfile.TemporaryDirectory(prefix="bench_home_") as home:
-        env = {**os.environ, "HOME": home}
+    (``code``: another child script, e.g. :data:`RBM_SNIPPET` formatted; ``home``: this
+    HOME instead, with what earlier processes left in it)."""
+    with tempfile.TemporaryDirectory(prefix="bench_home_") as empty:
+        env = {**os.environ, "HOME": home or empty}
         env.pop("PYTENSOR_FLAGS", None)
         env.pop("NUMBA_CACHE_DIR", None)
         if code is None:
@@ -433,15 +439,19 @@ def parse_args(argv):
     parser.add_argument("--breakdown", action="store_true",
                         help="time ours' first call piece by piece on each small model")
     parser.add_argument("--all", action="store_true",
-                        help="--high-dim --coal --rbm --breakdown (with --quick: --breakdown)")
+                        help="--high-dim --coal --rbm --breakdown --warm-home (with --quick: "
+                             "--breakdown)")
     parser.add_argument("--skip-small", action="store_true",
                         help="skip the small models against SMC (their breakdown still runs)")
+    parser.add_argument("--warm-home", action="store_true",
+                        help="the small models' first call in a second process whose HOME "
+                             "holds what the first left (a script run again)")
     parser.add_argument("--json", type=Path, help="write the raw results here")
     args = parser.parse_args(argv)
     if args.all:
         args.breakdown = True
         if not args.quick:
-            args.high_dim = args.coal = args.rbm = True
+            args.high_dim = args.coal = args.rbm = args.warm_home = True
     args.names = args.models.split(",") if args.models else (
         QUICK_MODELS if args.quick else list(MODELS))
     unknown = [n for n in args.names if n not in MODELS]
@@ -669,6 +679,37 @@ def report_breakdown(rows: dict, results: dict) -> None:
     print("pieces: " + "; ".join(f"{p}: {PIECE_HELP[p]}" for p in PIECE_NAMES))
 
 
+def run_warm_home(args) -> dict:
+    """Each small model's first call in a new process, ours and SMC's, in a HOME where one
+    process of each ran before (PyTensor's compiled C, Numba's cache and JAX's persistent
+    compilation cache, which ``pymc_anneal`` keeps beside PyTensor's: a script run again)."""
+    rows = {}
+    for name in args.names:
+        with tempfile.TemporaryDirectory(prefix="bench_home_") as home:
+            for method in ("ais", "smc"):  # the first processes fill the caches
+                first_call(MODELS[name], method, home=home)
+            rows[name] = {m: first_call(MODELS[name], m, home=home) for m in ("ais", "smc")}
+        ours, smc = rows[name]["ais"].get("wall"), rows[name]["smc"].get("wall")
+        print(f"  [{name}] second process: ours {fmt(ours)} s, SMC {fmt(smc)} s", flush=True)
+    return rows
+
+
+def report_warm_home(rows: dict) -> None:
+    if not rows:
+        return
+    print("\nFirst call in a second process (the HOME of a first one: caches filled)")
+    table_rows, ratios = [], []
+    for name, r in rows.items():
+        ours, smc = r["ais"].get("wall", math.nan), r["smc"].get("wall", math.nan)
+        ratios.append(ours / smc)
+        table_rows.append([name, fmt(ours), fmt(smc), fmt(ours / smc)])
+    print(table(["model", "ours s", "SMC s", "ratio"], table_rows, "lrrr"))
+    finite = [x for x in ratios if math.isfinite(x)]
+    if finite:
+        geo = math.exp(statistics.fmean(math.log(x) for x in finite))
+        print(f"geometric mean ratio {geo:.2f}")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     logging.getLogger("pymc").setLevel(logging.ERROR)
@@ -680,7 +721,9 @@ def main(argv=None) -> int:
     if args.rbm:
         run_rbm(args, results)
     breakdown = run_breakdown(args) if args.breakdown else {}
+    warm = run_warm_home(args) if args.warm_home else {}
     report_against_smc(results, args.reps)
+    report_warm_home(warm)
     report_rbm(results)
     report_breakdown(breakdown, results)
     print(f"\ntotal {(time.perf_counter() - t_start) / 60:.1f} min; load average "

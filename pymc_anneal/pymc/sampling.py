@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import time
@@ -60,7 +61,8 @@ AUTO_BASE_STEPS = 1000
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
 of a fitted Gaussian and the prior (``base="gaussian"``) instead. Small models stay on the
 prior (measured: K = 20-900 up to d = 10); the 100-d linear model (K = 6,000-9,000 from the
-prior, 258 s) moves to the mixture (K = 61-65; see ``benchmarks/bench_highdim.py``)."""
+prior, 258 s) moves to the mixture (K = 61-65; see ``benchmarks/bench_highdim.py``), which
+is kept only if its own pilot asks for no more temperatures than the prior's."""
 
 
 @interruptible()  # Ctrl-C stops the call, even when Python would lose it
@@ -161,8 +163,10 @@ def sample_ais(
         prior's pilot first and keeps the prior unless the K it asks for exceeds
         :data:`AUTO_BASE_STEPS` (1000), where the fitted mixture takes over (the prior's
         share keeps a mode that the Gaussian misses reachable, and the fitting run gives a
-        second opinion). The result's ``base`` attribute says which base ran, and
-        ``prior_num_steps`` the prior pilot's K.
+        second opinion), unless the pilot on the mixture's path asks for more temperatures
+        than the prior's (a poor fit): then the prior runs. The result's ``base``
+        attribute says which base ran, ``prior_num_steps`` the prior pilot's K and
+        ``gaussian_num_steps`` the mixture's.
     kernel : {"hais", "hmc", "mala", "metropolis"} or callable, default "hais"
         HMC with persistent momentum (Sohl-Dickstein & Culpepper 2012), HMC with a fresh
         momentum each step, Metropolis-adjusted Langevin, random-walk Metropolis, or a
@@ -281,12 +285,10 @@ def sample_ais(
                                        chains, rng)
     timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
-        check_run(mp.path, main_options, draws=draws, chains=chains,  # before the fit
-                  num_steps=betas.size - 1)
-        fit_rng, rng, t0 = *rng.spawn(2), time.perf_counter()
-        path, fit_info, fit_log_w = _fit_gaussian_base(mp.path, options, schedule, fit_steps,
-                                                       fit_draws, fit_rng, ckpt, pilot)
-        pilot = None  # the prior's: tuned for the fitting run, not for the Gaussian's path
+        t0 = time.perf_counter()
+        base, path, pilot, rng, fit_info, fit_log_w = _gaussian_base(
+            mp.path, options, main_options, schedule, (fit_steps, fit_draws), betas,
+            (draws, chains), rng, ckpt, pilot, choice)
         timings["fit"] = time.perf_counter() - t0
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            options=main_options, checkpoint=ckpt, pilot=pilot)
@@ -328,6 +330,35 @@ def _choose_base(path, base: str, auto: bool, options: RunOptions, betas: np.nda
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, {"prior_num_steps": prior_steps}
+
+
+def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng, ckpt,
+                   prior_pilot, choice: dict):
+    """The run's inputs with the fitted mixture's base: ``(base, path, pilot, rng,
+    fit_info, fit_log_w)``.
+
+    Chosen by ``base="auto"`` (``choice`` holds the prior pilot's K), the mixture is kept
+    only if the pilot of its own path asks for no more temperatures than the prior's: a
+    fit that went wrong (its short run's particles are a poor picture of a 100-d posterior
+    at some seeds: K = 5,228 against the prior's 3,521 on the 100-d linear model, seed 1000)
+    would otherwise cost more than the prior. Then the prior runs as ``base="prior"`` would
+    (its pilot and the generator as they were: the same result, bit for bit). The pilot of
+    the mixture's path is the one its run would run first (``pilot=``: the same result)."""
+    draws, chains = size
+    check_run(path, main_options, draws=draws, chains=chains,  # before the fit
+              num_steps=betas.size - 1)
+    prior_rng = copy.deepcopy(rng)
+    fit_rng, rng = rng.spawn(2)
+    mixture, fit_info, fit_log_w = _fit_gaussian_base(path, options, schedule, *fit, fit_rng,
+                                                      ckpt, prior_pilot)
+    if not choice:  # asked for: the mixture (the prior's pilot was tuned for the fit only)
+        return "gaussian", mixture, None, rng, fit_info, fit_log_w
+    pilot = run_pilot(mixture, betas=betas, draws=draws, chains=chains, rng=rng,
+                      options=main_options, label=f"{path.name} (checking the base)")
+    choice["gaussian_num_steps"] = pilot.schedule(main_options.tuning)[0].size - 1
+    if choice["gaussian_num_steps"] <= choice["prior_num_steps"]:
+        return "gaussian", mixture, pilot, rng, fit_info, fit_log_w
+    return "prior", path, prior_pilot, prior_rng, {}, None
 
 
 def _compound_kernel(options: RunOptions, annealed: list[str]) -> RunOptions:

@@ -47,6 +47,30 @@ def test_a_fixed_num_steps_keeps_the_prior_without_a_choice(normal_mean):
     assert idata.attrs["base"] == "prior" and "prior_num_steps" not in idata.attrs
 
 
+def test_a_poor_fit_falls_back_to_the_prior_bit_for_bit(normal_mean, monkeypatch):
+    """The mixture that ``base="auto"`` chose is kept only if its path is no longer than the
+    prior's: with a good fit it is, and with a Gaussian fitted 30 posterior widths off (its
+    pilot asks for more temperatures) the prior runs, the very run of ``base="prior"``."""
+    _, model = normal_mean
+    monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", 0)  # every path "long": the mixture
+    light = {**SMALL, "draws": 100, "num_pilot": 64, "fit_steps": 50}
+    good = pa.sample_ais(model=model, random_seed=4, **light)
+    assert good.attrs["base"] == "gaussian"
+    assert good.attrs["gaussian_num_steps"] == good.attrs["num_steps"] \
+        <= good.attrs["prior_num_steps"]
+    fit = sampling.fit_gaussian
+    monkeypatch.setattr(sampling, "fit_gaussian", lambda x: (lambda m, c: (
+        m + 30.0 * np.sqrt(np.diag(c)), c / 100.0))(*fit(x)))
+    poor = pa.sample_ais(model=model, random_seed=4, **light)
+    prior = pa.sample_ais(model=model, base="prior", random_seed=4, **light)
+    assert poor.attrs["base"] == "prior"
+    assert poor.attrs["gaussian_num_steps"] > poor.attrs["prior_num_steps"] \
+        == poor.attrs["num_steps"]
+    np.testing.assert_array_equal(poor["particles"]["log_weight"].values,
+                                  prior["particles"]["log_weight"].values)
+    assert "fit_steps" not in poor.attrs
+
+
 def _bimodal():
     """mu ~ N(0, 3), y_i ~ N(mu^2, 0.5): two modes at mu = +-2, 0.06 wide."""
     y = np.array([4.1, 3.9, 4.0, 4.2])
