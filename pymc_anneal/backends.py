@@ -106,7 +106,6 @@ def enable_jax_cache() -> str | None:
         return current
     path = choice or os.path.join(pytensor.config.compiledir, "jax")
     jax.config.update("jax_compilation_cache_dir", path)
-    _LOG.debug("JAX's persistent compilation cache is at %s", path)
     return path
 
 
