@@ -402,7 +402,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list,
     """The path over the continuous and annealed discrete variables, with the discrete
     variables in ``summed`` summed out; with ``budget``, :class:`SumTooCostly` when their
     sum costs more than :data:`~pymc_anneal.pymc.discrete.SUM_BUDGET` per particle."""
-    initial_point = model.initial_point()
+    initial_point = _value_shapes(model)  # shapes are all it needs, and compile-free
     state = [v for v in model.value_vars if v not in summed]
     free = list(model.free_RVs)
     prior_terms = model.logp(vars=free, sum=False)
@@ -436,7 +436,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list,
         points = (sample_base(np.random.default_rng(0), ELEMENTWISE_POINTS) if state
                   else np.zeros((ELEMENTWISE_POINTS, 0)))
         sums = DiscreteSums.plan(model, summed, terms, compile_check(terms, flat, summed),
-                                 points)
+                                 points, initial_point)
     state_prior = [t for t, d in zip(prior, is_summed) if not d]
     summed_prior = [t for t, d in zip(prior, is_summed) if d]
     conditional = tuple(sums.conditional_logits(terms)) if sums is not None else ()

@@ -249,15 +249,17 @@ class DiscreteSums:
         return tuple(v.name for v in self.joint + self.per_element)
 
     @classmethod
-    def plan(cls, model, discrete_values, terms, check_fn, points: np.ndarray) -> DiscreteSums:
+    def plan(cls, model, discrete_values, terms, check_fn, points: np.ndarray,
+             point: dict) -> DiscreteSums:
         """Classify the discrete value variables. ``terms`` are the model's elementwise
         log-density terms (graphs of the discrete values and of the path's variables, the
         ``check_fn`` inputs); ``check_fn`` (:func:`compile_check`) evaluates them at a batch
         of rows, for the per-element independence check at ``points`` (P, d), exact prior
-        draws of the path's variables."""
+        draws of the path's variables. ``point``: an array of each value variable's shape,
+        by name."""
         random = set(model.value_vars) | set(model.free_RVs)
         rvs = {model.values_to_rvs[v]: v for v in discrete_values}
-        variables, point = [], model.initial_point()
+        variables = []
         for rv, value in rvs.items():
             support = finite_support(rv, random).astype(value.dtype)
             shape = tuple(int(s) for s in point[value.name].shape)
@@ -580,7 +582,7 @@ def _lifted(node, inputs, dependent: set):
             return None
         c, a, b = branch
         false = [1.0 - x.astype("float64") for x in (a, b)]  # all() <=> no False selected
-        return pt.eq(_selected_sum(c, *false, shape), 0)
+        return pt.eq(_selected_sum(c, *false, shape, finite_branches=True), 0)
     if not isinstance(node.op, Elemwise) or len(node.outputs) != 1:
         return None
     switches = [_branch_switch(i, dependent) if i in dependent else None for i in inputs]
@@ -642,26 +644,39 @@ def _counts(x, base: float):
     return (pt.isneginf(x) + base * pt.isposinf(x) + base**2 * pt.isnan(x)).astype("float64")
 
 
-def _selected_sum(c, a, b, shape, enumerate_=None):
+def _selected_sum(c, a, b, shape, enumerate_=None, finite_branches=False):
     r""":math:`\sum \mathrm{switch}(c, a, b)` over all elements as two dot products with the
     condition, :math:`c \cdot (a - b) + \sum b` on the finite parts, plus the infinite and
     NaN elements counted the same way (by :func:`_counts`): the sum is NaN with a selected
     NaN or both infinities, else -inf or +inf with one, else the finite sum. With
     ``enumerate_`` (:meth:`DiscreteSums._enumerate`), the sums at all C configurations at
     once: the condition becomes a constant (C, size) matrix and the dots one matrix
-    product per batch of particles (whose gradient is one more)."""
+    product per batch of particles (whose gradient is one more).
+
+    A branch that is one value for every element (a parameter check such as a rate's
+    ``early >= 0``, or a rate itself) is not broadcast into the product: its dot with the
+    condition is that value times the number of selected elements,
+    :math:`c \cdot (v \mathbf{1}) = v \sum_t c_t`, which is O(1) per particle and
+    configuration where the product is O(size). With ``finite_branches``, the caller
+    vouches that no element of ``a`` or ``b`` is infinite or NaN (a parameter check's 0/1),
+    and the counting is left out."""
     size = int(np.prod(shape))
     if size**3 >= 2**52:
         raise _NotHoisted
-    flat = [x if x.type.shape == shape else pt.broadcast_to(x, shape) for x in (c, a, b)]
-    c, a, b = flat
+    if c.type.shape != shape:
+        c = pt.broadcast_to(c, shape)
+    # a branch constant over the elements stays one value per particle
+    uniform = [x.type.ndim == 0 or all(x.type.broadcastable) for x in (a, b)]
+    a, b = (x.reshape(()) if one else
+            (x if x.type.shape == shape else pt.broadcast_to(x, shape))
+            for x, one in zip((a, b), uniform))
     if enumerate_ is not None:
         c = enumerate_(c)
         c = c.reshape((c.shape[0], size)) if len(shape) != 1 else c
     elif len(shape) != 1:
         c = c.reshape((size,))
     if len(shape) != 1:
-        a, b = a.reshape((size,)), b.reshape((size,))
+        a, b = (x if one else x.reshape((size,)) for x, one in zip((a, b), uniform))
     c = c.astype("float64")
 
     def finite(x):
@@ -670,8 +685,19 @@ def _selected_sum(c, a, b, shape, enumerate_=None):
     base = float(size + 1)
     dot = _prefix_dot(c) if enumerate_ is not None else None
     dot = dot or (lambda x: pt.dot(c, x))
-    total = dot(finite(a) - finite(b)) + finite(b).sum()
-    count = dot(_counts(a, base) - _counts(b, base)) + _counts(b, base).sum()
+    selected = c.sum(axis=-1)  # elements where c holds (per configuration)
+
+    def switch_sum(xa, xb):  # sum over the elements of switch(c, xa, xb)
+        if not any(uniform):
+            return dot(xa - xb) + xb.sum()
+        on = selected * xa if uniform[0] else dot(xa)
+        off = (size - selected) * xb if uniform[1] else xb.sum() - dot(xb)
+        return on + off
+
+    if finite_branches:
+        return switch_sum(a.astype("float64"), b.astype("float64"))
+    total = switch_sum(finite(a), finite(b))
+    count = switch_sum(_counts(a, base), _counts(b, base))
     nans = pt.floor(count / base**2 + 0.5 / base**2)
     count = count - nans * base**2
     pos = pt.floor(count / base + 0.5 / base)
@@ -704,9 +730,19 @@ def _prefix_dot(matrix):
     gather = np.maximum(index - 1, 0)  # P_i = cumsum(x)[i - 1], and P_0 = 0
     sign = np.where(index > 0, sign, 0.0)
 
+    steps = np.diff(gather)
+    if gather.size > 1 and (steps == steps[0]).all() and abs(steps[0]) == 1:
+        # consecutive (a change point's configurations): a slice, whose gradient is a pad,
+        # where a gather's is a scatter-add (XLA runs those element by element on a CPU)
+        first, step = int(gather[0]), int(steps[0])
+        stop = first + step * gather.size
+        pick = slice(first, None if stop < 0 else stop, step)
+    else:
+        pick = gather
+
     def dot(x):  # no concatenate: JAX's gradient of one splits at traced sizes
         sums = pt.cumsum(x)
-        return sign * sums[gather] + whole * sums[n - 1]
+        return sign * sums[pick] + whole * sums[n - 1]
 
     return dot
 

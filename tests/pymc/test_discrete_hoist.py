@@ -165,6 +165,73 @@ def test_hoisting_rewrites_the_change_point():
             and "log" in str(n.op).lower() and n.outputs[0].ndim >= 2
             and n.outputs[0].type.shape[-1] == 112 and n.outputs[0].type.shape[-2] == 111]
     assert not logs
+    # the rates' parameter check (one value per particle on each side of the switch point)
+    # is counted, not broadcast into a (particles x years) @ (years x switch points) product
+    products = [n for n in fn.maker.fgraph.apply_nodes
+                if any(k in type(getattr(n.op, "core_op", n.op)).__name__.lower()
+                       for k in ("dot", "gemm", "gemv"))]
+    assert not products
+
+
+def _ieee_draws(rng, shape):
+    """Normal values with some -inf, +inf and NaN among them."""
+    x = rng.normal(size=shape)
+    special = rng.random(shape)
+    x[special < 0.08] = -np.inf
+    x[(special >= 0.08) & (special < 0.12)] = np.inf
+    x[(special >= 0.12) & (special < 0.15)] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("kinds", [("full", "full"), ("one", "full"), ("full", "one"),
+                                   ("one", "one"), ("scalar", "one")])
+def test_selected_sum_equals_numpy_at_random_points(kinds):
+    """``_selected_sum`` (a sum of ``switch(c, a, b)`` through dot products and counts of
+    the non-finite elements) equals NumPy's sum of the switch, NaN and infinities included,
+    whether each branch varies over the elements or is one value broadcast (the counted
+    shortcut), at 300 random conditions and branch values."""
+    shape = (2, 3)
+    types = {"full": pt.matrix, "one": lambda n: pt.tensor(n, shape=(1, 1)),
+             "scalar": pt.dscalar}
+    c = pt.tensor("c", shape=shape, dtype="bool")
+    a, b = (types[k](n) for k, n in zip(kinds, "ab"))
+    fn = pytensor.function([c, a, b], discrete._selected_sum(c, a, b, shape),
+                           mode=python_mode())
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        cv = rng.random(shape) < rng.random()
+        av, bv = (_ieee_draws(rng, shape if k == "full" else (1, 1)).reshape(
+            () if k == "scalar" else shape if k == "full" else (1, 1)) for k in kinds)
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, as asked
+            want = np.where(cv, av, bv).sum()
+        np.testing.assert_allclose(fn(cv, av, bv), want, rtol=1e-12, atol=1e-12)
+
+
+def test_prefix_sums_equal_the_matrix_product():
+    """``_prefix_dot`` (prefix sums read at each row's end: a slice when the rows are
+    consecutive, a gather otherwise) equals the product with the 0/1 matrix, and its
+    gradient equals the matrix's transpose, for consecutive and scattered prefix/suffix
+    rows."""
+    n = 9
+    rows = {"consecutive prefixes": [np.arange(n) < k for k in range(1, n)],
+            "consecutive suffixes": [np.arange(n) >= k for k in range(1, n)][::-1],
+            "scattered": [np.arange(n) < 3, np.arange(n) >= 7, np.arange(n) < 5,
+                          np.arange(n) >= 2]}
+    rng = np.random.default_rng(4)
+    for name, matrix in rows.items():
+        matrix = np.asarray(matrix, dtype="float64")
+        dot = discrete._prefix_dot(pt.as_tensor(matrix))
+        assert dot is not None, name
+        x = pt.dvector("x")
+        out = dot(x)
+        weights = rng.normal(size=matrix.shape[0])
+        fn = pytensor.function([x], [out, pt.grad((out * weights).sum(), x)],
+                               mode=python_mode())
+        xv = rng.normal(size=n)
+        got, grad = fn(xv)
+        np.testing.assert_allclose(got, matrix @ xv, rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(grad, matrix.T @ weights, rtol=1e-12, atol=1e-12,
+                                   err_msg=name)
 
 
 @pytest.mark.slow
