@@ -703,16 +703,36 @@ def _split_wide_sums():
     return in2out(split, name="split_wide_sums")
 
 
-def compile_one_off(inputs: Sequence, outputs: Sequence) -> CompiledFunction:
+def compile_one_off(inputs: Sequence, outputs: Sequence, lazy: bool = False) -> CompiledFunction:
     """Compile a function called once per run on a batch (initial point, output mapping).
 
     Uses :func:`python_mode` (NumPy implementations, no code generation), whatever the
     backend of the loop: such calls are vectorized over particles, so code generation would
-    only add latency.
+    only add latency. With ``lazy``, PyTensor's rewrites run at the first call instead of
+    now (a loop's init: the loop's own compile then starts first, in the background on JAX,
+    and the init's rewrites overlap it).
     """
     import time
 
+    if lazy:
+        return CompiledFunction(_LazyFunction(list(inputs), list(outputs)), "python", 0.0)
     start = time.perf_counter()
     fn = pytensor.function(list(inputs), list(outputs), mode=python_mode(),
                            on_unused_input="ignore")
     return CompiledFunction(fn, "python", time.perf_counter() - start)
+
+
+class _LazyFunction:
+    """A :func:`python_mode` function of ``inputs -> outputs``, compiled at its first call
+    (the graph is held until then, and dropped after)."""
+
+    def __init__(self, inputs: list, outputs: list):
+        self.graph, self.function = (inputs, outputs), None
+
+    def __call__(self, *args):
+        if self.function is None:
+            inputs, outputs = self.graph
+            self.function = pytensor.function(inputs, outputs, mode=python_mode(),
+                                              on_unused_input="ignore")
+            self.graph = None
+        return self.function(*args)

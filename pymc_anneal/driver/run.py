@@ -315,11 +315,11 @@ def _compile(path, plan: _Plan) -> CompiledLoop:
     compiles per shape, in the background while the pilot runs)."""
     loop = compiled_loop(path, plan.kernel, plan.backend)
     field_dtypes = [f.dtype or path.dtype for f in plan.kernel.state]
-    loop.precompile(plan.draws * plan.run_chains, plan.run_chains, path.num_dims,
-                    field_dtypes, plan.path_parameters)
-    if needs_pilot(plan.kernel.parameters, plan.options.tuning):
+    if needs_pilot(plan.kernel.parameters, plan.options.tuning):  # first: it runs first
         loop.precompile(plan.options.tuning.num_pilot, 1, path.num_dims, field_dtypes,
                         plan.path_parameters)
+    loop.precompile(plan.draws * plan.run_chains, plan.run_chains, path.num_dims,
+                    field_dtypes, plan.path_parameters)
     return loop
 
 

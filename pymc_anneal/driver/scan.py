@@ -119,8 +119,9 @@ def _build_init(path, kernel: Kernel) -> CompiledFunction:
               for p in kernel.parameters}
     path_in = _symbolic_parameters(path)
     rng_out, state = kernel.init(rng, position, params, path_in)
+    # compiled at the first init: the chunk's compile (JAX's, in the background) goes first
     return compile_one_off([rng, position, *params.values(), *path_in.values()],
-                           [rng_out, *state])
+                           [rng_out, *state], lazy=True)
 
 
 def pad_steps(parameters, arrays: dict[str, np.ndarray], length: int) -> dict:
