@@ -108,8 +108,9 @@ the extra temperatures the annealed route needed on that model (K = 271 against 
 where the two routes' first calls were within 20% of each other (design notes); small
 graphs cost less than the slope says (the coal sums of 7,332 and 19,544 elements: 1x and
 1.5x an annealed step). The budget sits about 4x above the break-even: an exact sum has
-nothing to mix and draws the variable exactly. The models of the tests (costs 931 to
-19,544) stay summed."""
+nothing to mix and draws the variable exactly. The models of the tests (costs 270 to
+19,542 since a check's sum is counted, not multiplied out: the coal model's 7,332 above is
+1,338 now) stay summed."""
 
 
 def _constant(graph, what: str, name: str, random) -> np.ndarray:
