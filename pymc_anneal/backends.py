@@ -724,15 +724,18 @@ def compile_one_off(inputs: Sequence, outputs: Sequence, lazy: bool = False) -> 
 
 class _LazyFunction:
     """A :func:`python_mode` function of ``inputs -> outputs``, compiled at its first call
-    (the graph is held until then, and dropped after)."""
+    (the graph is held until then, and dropped after; once, whatever the threads)."""
 
     def __init__(self, inputs: list, outputs: list):
         self.graph, self.function = (inputs, outputs), None
+        self.lock = threading.Lock()
 
     def __call__(self, *args):
         if self.function is None:
-            inputs, outputs = self.graph
-            self.function = pytensor.function(inputs, outputs, mode=python_mode(),
-                                              on_unused_input="ignore")
-            self.graph = None
+            with self.lock:
+                if self.function is None:
+                    inputs, outputs = self.graph
+                    self.function = pytensor.function(inputs, outputs, mode=python_mode(),
+                                                      on_unused_input="ignore")
+                    self.graph = None
         return self.function(*args)
