@@ -731,19 +731,9 @@ def _prefix_dot(matrix):
     gather = np.maximum(index - 1, 0)  # P_i = cumsum(x)[i - 1], and P_0 = 0
     sign = np.where(index > 0, sign, 0.0)
 
-    steps = np.diff(gather)
-    if gather.size > 1 and (steps == steps[0]).all() and abs(steps[0]) == 1:
-        # consecutive (a change point's configurations): a slice, whose gradient is a pad,
-        # where a gather's is a scatter-add (XLA runs those element by element on a CPU)
-        first, step = int(gather[0]), int(steps[0])
-        stop = first + step * gather.size
-        pick = slice(first, None if stop < 0 else stop, step)
-    else:
-        pick = gather
-
     def dot(x):  # no concatenate: JAX's gradient of one splits at traced sizes
         sums = pt.cumsum(x)
-        return sign * sums[pick] + whole * sums[n - 1]
+        return sign * sums[gather] + whole * sums[n - 1]
 
     return dot
 

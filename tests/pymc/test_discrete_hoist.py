@@ -208,10 +208,9 @@ def test_selected_sum_equals_numpy_at_random_points(kinds):
 
 
 def test_prefix_sums_equal_the_matrix_product():
-    """``_prefix_dot`` (prefix sums read at each row's end: a slice when the rows are
-    consecutive, a gather otherwise) equals the product with the 0/1 matrix, and its
-    gradient equals the matrix's transpose, for consecutive and scattered prefix/suffix
-    rows."""
+    """``_prefix_dot`` (prefix sums read at each row's end) equals the product with the
+    0/1 matrix, and its gradient equals the matrix's transpose, for consecutive and
+    scattered prefix/suffix rows."""
     n = 9
     rows = {"consecutive prefixes": [np.arange(n) < k for k in range(1, n)],
             "consecutive suffixes": [np.arange(n) >= k for k in range(1, n)][::-1],
