@@ -139,8 +139,13 @@ wall, cpu = time.perf_counter() - t1, time.process_time() - c1
 pieces = timers.report() if timers else None
 if {method!r} == "smc":
     lml = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values, dtype=object)
-    last = [np.asarray([float(x) for x in np.ravel(row) if np.isfinite(float(x))])[-1]
-            for row in lml.reshape(lml.shape[0], -1)]
+    def flat(x):  # a chain's stages: floats, or lists of them (ragged across chains)
+        try:
+            items = list(x)
+        except TypeError:
+            return [float(x)]
+        return [v for y in items for v in flat(y)]
+    last = [[x for x in flat(row) if np.isfinite(x)][-1] for row in lml]
     log_z, se = float(logsumexp(last) - np.log(len(last))), float("nan")
 else:
     est = pa.log_evidence(idata)
@@ -356,6 +361,16 @@ def first_call(factory: str, method: str, kwargs: dict | None = None,
     return result
 
 
+def _flat(x) -> list[float]:
+    """An SMC chain's log marginal likelihoods: floats, or lists of them (an object array
+    when the chains ran different numbers of stages)."""
+    try:
+        items = list(x)
+    except TypeError:  # a number
+        return [float(x)]
+    return [v for y in items for v in _flat(y)]
+
+
 def steady(model, exact: float, method: str, seed: int, kwargs: dict | None = None) -> dict:
     import numpy as np
     import pymc as pm
@@ -375,8 +390,7 @@ def steady(model, exact: float, method: str, seed: int, kwargs: dict | None = No
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     if method == "smc":
         lml = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values, dtype=object)
-        last = [np.asarray([float(x) for x in np.ravel(row) if np.isfinite(float(x))])[-1]
-                for row in lml.reshape(lml.shape[0], -1)]
+        last = [[x for x in _flat(row) if np.isfinite(x)][-1] for row in lml]
         log_z, se = float(logsumexp(last) - np.log(len(last))), float("nan")
     else:
         est = pa.log_evidence(idata)
