@@ -339,9 +339,9 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
 
     Chosen by ``base="auto"`` (``choice`` holds the prior pilot's K), the mixture is kept
     only if the pilot of its own path asks for no more temperatures than the prior's: a
-    fit that went wrong (its short run's particles a poor picture of the posterior: K =
-    5,228 against the prior's 3,521 on the 100-d linear model at seed 1000, while the
-    pilot's inverse mass froze coordinates) would otherwise cost more than the prior. Then the prior runs as ``base="prior"`` would
+    fit that went wrong (its short run's particles are a poor picture of a 100-d posterior
+    at some seeds: K = 5,228 against the prior's 3,521 on the 100-d linear model, seed 1000)
+    would otherwise cost more than the prior. Then the prior runs as ``base="prior"`` would
     (its pilot and the generator as they were: the same result, bit for bit). The pilot of
     the mixture's path is the one its run would run first (``pilot=``: the same result)."""
     draws, chains = size
