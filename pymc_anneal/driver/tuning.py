@@ -9,9 +9,9 @@ parameters). Within a band, per the kernel's declared :class:`StepParameter` rul
 
 - a parameter tuned to ``"acceptance"`` (a step size) is searched multiplicatively until
   the pilot's mean acceptance rate is within 0.1 of the kernel's target;
-- a parameter tuned to ``"variance"`` (a diagonal inverse mass) is set to the variances of
-  the pilot's particles of nonzero weight at the previous band's end, before resampling
-  (``mass_matrix="adapt"``), the base's variances (``"base"``) or one (``"identity"``);
+- a parameter tuned to ``"variance"`` (a diagonal inverse mass) is set to the pilot
+  particles' weighted variances (``mass_matrix="adapt"``), the base's variances (``"base"``)
+  or one (``"identity"``);
 
 and derived parameters follow. The values are then frozen, so the main run is an exact AIS
 whose transitions do not depend on its own particles. The pilot also records the variance of
@@ -176,16 +176,16 @@ def _pilot_steps(start: int, stop: int, limit: int | None) -> np.ndarray:
     return np.unique(np.linspace(start, stop - 1, limit).round().astype(int))
 
 
-def _band_variance(options, positions, base_var):
-    """A band's inverse mass: with ``mass_matrix="adapt"``, the variance of ``positions``,
-    the pilot's particles of nonzero weight at the end of the band before, each counted
-    once. Neither weighted nor resampled: in high dimensions a band's weights are often
-    degenerate (an ESS of 1 or 2 of 256), and the copies that resampling makes gave a
-    variance near zero in most coordinates, an inverse mass that froze them for the rest
-    of the run (the 100-d linear model at seed 1000: its fit from the prior came out 90x
-    too wide, and the run fell back to the prior's K of 3,500)."""
+def _weighted_variance(positions, log_w):
+    w = np.exp(log_w - np.max(log_w))
+    w = w / w.sum()
+    mean = w @ positions
+    return w @ (positions - mean) ** 2
+
+
+def _band_variance(options, state, log_w, base_var):
     if options.mass_matrix == "adapt":
-        var = np.var(positions, axis=0)
+        var = _weighted_variance(state["position"], log_w)
         var = np.where(np.isfinite(var) & (var > 0), var, 1.0)
         return np.maximum(var, 1e-12 * var.max())
     return base_var if options.mass_matrix == "base" else 1.0
@@ -226,7 +226,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     base_var = np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2
     if not needs_pilot(parameters, options):
         for name in scaled:  # nothing needs the pilot's particles
-            values[name][:] = _band_variance(options, None, base_var)
+            values[name][:] = _band_variance(options, None, None, base_var)
         return values, ratio_var, float("nan")
 
     np_rng, fn_rng = rng.spawn(2)
@@ -243,10 +243,9 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     band_list = bands(num_steps, options.num_bands)
     measures_schedule = options.adapt_schedule or options.auto_variance is not None
     limit = None if measures_schedule else -(-PILOT_MAX_STEPS // len(band_list))
-    spread = state["position"]  # the particles whose spread sets the band's inverse mass
     for start, stop in band_list:
         for name in scaled:
-            values[name][start:stop] = _band_variance(options, spread, base_var)
+            values[name][start:stop] = _band_variance(options, state, log_w, base_var)
         np_rng, state = loop.init(np_rng, state["position"], first_step(start, stop),
                                   path_parameters)
         for name in searched:
@@ -280,7 +279,6 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
                 "every pilot particle has zero weight (log-likelihood -inf or NaN) during "
                 "tuning; check that the likelihood is finite where the prior puts its mass."
             )
-        spread = state["position"][np.isfinite(log_w)]  # before resampling's copies
         index = systematic_resample(log_w, log_w.size, np_rng)
         state = {k: v[index] for k, v in state.items()}
         log_w = np.zeros_like(log_w)
