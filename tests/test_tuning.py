@@ -1,0 +1,52 @@
+"""The pilot's tuning (:func:`pymc_anneal.driver.tuning.tune`), against exact tempered
+distributions.
+
+A known defect, pinned (issue 27, stop 35): the pilot sets a band's inverse mass to the
+variance of its particles just after resampling. In high dimensions a band's weights are
+degenerate (an ESS of 1 or 2), resampling leaves copies of one or two particles, and their
+variance is too small in most coordinates: on the 100-d linear model at seed 1000 it fell to
+zero in some coordinates, which froze them, and the fitted base came out 90x too wide. A fix
+(the previous band's particles before resampling) passed this test and the 100-d model at
+32 seeds, but made four low-dimensional tests fail in CI (heavy-tail warnings on the
+quickstart and a POE, BDMC's bounds and standard errors): it was taken back. The test is a
+strict xfail, so it fails once the defect is fixed, and then loses its mark.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pymc_anneal.driver.options import run_options
+from pymc_anneal.driver.run import run_pilot
+from pymc_anneal.driver.tuning import bands
+from pymc_anneal.schedules import make_schedule
+from tests.gaussian_paths import GaussianPath
+
+D, TARGET_SD = 60, 0.05
+
+
+@pytest.mark.xfail(strict=True, reason="the pilot's inverse mass is the variance of resampled "
+                   "copies, too small in high dimensions (issue 27, stop 35)")
+@pytest.mark.parametrize("seed", [0, 1])
+def test_adapted_inverse_mass_follows_the_tempered_spread_in_60_dimensions(seed):
+    rng = np.random.default_rng(100 + seed)
+    gaussian = GaussianPath(np.ones(D), rng.normal(size=D), TARGET_SD**2 * np.eye(D))
+    betas = make_schedule("geometric", 400)
+    options = run_options(progressbar=False, num_pilot=64, num_tuning_bands=8)
+    pilot = run_pilot(gaussian.path, betas=betas, draws=64, chains=1,
+                      rng=np.random.default_rng(seed), options=options)
+    inv_mass = pilot.values["inv_mass"]
+    ratios = []
+    for start, _ in bands(betas.size - 1, 8):
+        beta = betas[start]
+        exact = 1.0 / ((1.0 - beta) + beta / TARGET_SD**2)  # each coordinate's variance
+        ratios.append(inv_mass[start] / exact)
+    ratios = np.asarray(ratios)
+    # 64 particles estimate a variance to within a factor of about 0.55-1.5 (chi-square
+    # with 63 degrees of freedom, over 480 coordinates and bands; below 0.3 has odds of
+    # 1e-8), and particles that lag behind the narrowing target are wider, not narrower.
+    # The variance of the resampled copies gives 0.09-0.24 at the worst coordinate here
+    # (seeds 0-3), and near zero on the 100-d model; the variance before resampling gave
+    # 0.53-0.85.
+    assert ratios.min() > 0.3, ratios.min(axis=1)
