@@ -139,13 +139,9 @@ wall, cpu = time.perf_counter() - t1, time.process_time() - c1
 pieces = timers.report() if timers else None
 if {method!r} == "smc":
     lml = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values, dtype=object)
-    def flat(x):  # a chain's stages: floats, or lists of them (ragged across chains)
-        try:
-            items = list(x)
-        except TypeError:
-            return [float(x)]
-        return [v for y in items for v in flat(y)]
-    last = [[x for x in flat(row) if np.isfinite(x)][-1] for row in lml]
+    sys.path.insert(0, {bench!r})
+    from bench_evidence import _flat  # after the timing: this script's own import
+    last = [[x for x in _flat(row) if np.isfinite(x)][-1] for row in lml]
     log_z, se = float(logsumexp(last) - np.log(len(last))), float("nan")
 else:
     est = pa.log_evidence(idata)
