@@ -1,33 +1,31 @@
 """The pilot's tuning (:func:`pymc_anneal.driver.tuning.tune`), against exact tempered
 distributions.
 
-A known defect, pinned (issue 27, stop 35): the pilot sets a band's inverse mass to the
-variance of its particles just after resampling. In high dimensions a band's weights are
-degenerate (an ESS of 1 or 2), resampling leaves copies of one or two particles, and their
-variance is too small in most coordinates: on the 100-d linear model at seed 1000 it fell to
-zero in some coordinates, which froze them, and the fitted base came out 90x too wide. A fix
-(the previous band's particles before resampling) passed this test and the 100-d model at
-32 seeds, but made four low-dimensional tests fail in CI (heavy-tail warnings on the
-quickstart and a POE, BDMC's bounds and standard errors): it was taken back. The test is a
-strict xfail, so it fails once the defect is fixed, and then loses its mark.
+A defect found on issue 27 (stop 35): the pilot set a band's inverse mass to the variance of
+its particles just after resampling. In high dimensions a band's weights are degenerate (an
+ESS of 1 or 2), resampling leaves copies of one or two particles, and their variance is too
+small in most coordinates: on the 100-d linear model at seed 1000 it fell to zero in some
+coordinates, which froze them, and the fitted base came out 90x too wide. Below
+:func:`~pymc_anneal.driver.tuning.min_variance_ess` the pilot now takes the particles before
+resampling; above it, the resampled ones as before (a run whose bands keep that many
+effective particles is unchanged, bit for bit).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from pymc_anneal.driver.options import run_options
 from pymc_anneal.driver.run import run_pilot
-from pymc_anneal.driver.tuning import bands
+from pymc_anneal.driver.tuning import VARIANCE_FLOOR, bands, min_variance_ess
 from pymc_anneal.schedules import make_schedule
 from tests.gaussian_paths import GaussianPath
 
 D, TARGET_SD = 100, 0.03
 
 
-@pytest.mark.xfail(strict=True, reason="the pilot's inverse mass is the variance of resampled "
-                   "copies, too small in high dimensions (issue 27, stop 35)")
 @pytest.mark.parametrize("seed", [0, 1])
 def test_adapted_inverse_mass_follows_the_tempered_spread_in_100_dimensions(seed):
     rng = np.random.default_rng(100 + seed)
@@ -47,5 +45,17 @@ def test_adapted_inverse_mass_follows_the_tempered_spread_in_100_dimensions(seed
     # with 63 degrees of freedom, over 800 coordinates and bands; below 0.3 has odds of
     # 1e-8), and particles that lag behind the narrowing target are wider, not narrower.
     # At the worst coordinate (seeds 0-3): 0.014-0.073 from the resampled copies, 0.49-0.76
-    # from the particles before resampling (the fix taken back).
+    # from the particles before resampling.
     assert ratios.min() > 0.3, ratios.min(axis=1)
+
+
+@pytest.mark.parametrize("num_dims", [1, 4, 100, 10_000])
+def test_the_ess_threshold_is_the_least_that_keeps_every_coordinate_above_the_floor(num_dims):
+    """Copies of ``m`` distinct particles estimate a variance as chi-square with ``m - 1``
+    degrees of freedom over ``m - 1``: at the threshold the smallest of ``num_dims``
+    coordinates falls below the floor with odds under 1 %, one particle fewer over 1 %."""
+    m = int(min_variance_ess(num_dims))
+    def odds(m):
+        below = stats.chi2.cdf(VARIANCE_FLOOR * (m - 1), m - 1)
+        return 1.0 - (1.0 - below) ** num_dims
+    assert odds(m) < 0.01 < odds(m - 1), (m, odds(m), odds(m - 1))

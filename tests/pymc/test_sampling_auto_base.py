@@ -111,13 +111,18 @@ def test_a_bimodal_posterior_is_right_or_warned(threshold, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_100d_linear_model_at_the_defaults():
+@pytest.mark.parametrize("seed", [20261126, 1000])
+def test_the_100d_linear_model_at_the_defaults(seed):
     """Issue 27: the prior would need K of about 6,000-9,000 (4-5 minutes on 2 cores); the
-    default takes the mixture, within 3 standard errors and 0.1 nat."""
+    default takes the mixture, within 3 standard errors and 0.1 nat. At seed 1000 the
+    pilot's inverse mass once came from resampled copies of one or two particles, which
+    froze most coordinates: the fitted base came out 90x too wide and asked for K = 5,228
+    (6 minutes, from the prior); it now asks for about 60, like the other seeds."""
     target = analytic.HIGH_DIM_TARGET
-    idata = pa.sample_ais(model=target.build(), random_seed=20261126, progressbar=False)
+    idata = pa.sample_ais(model=target.build(), random_seed=seed, progressbar=False)
     est = pa.log_evidence(idata)
     error = est.log_evidence - target.log_evidence
     assert idata.attrs["base"] == "gaussian"
+    assert idata.attrs["gaussian_num_steps"] < 300  # 56-71 at 20 seeds, 5,228 with the defect
     assert idata.attrs["prior_num_steps"] > sampling.AUTO_BASE_STEPS
     assert abs(error) < 3 * est.standard_error + 1e-12 and abs(error) < 0.1, (error, est)
