@@ -22,6 +22,8 @@ Particles whose log weight is ``-inf`` carry zero weight; ``NaN`` is never produ
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -33,8 +35,12 @@ __all__ = [
     "log_mean_exp",
     "pareto_k",
     "pooled_mean",
+    "prefetch_pareto_fit",
     "systematic_resample",
 ]
+
+_PARETO_MODULE = "arviz_stats.base"
+_prefetch: threading.Thread | None = None
 
 
 class LogZEstimate(NamedTuple):
@@ -117,6 +123,8 @@ def pareto_k(log_w) -> float:
     ``arviz_stats``' ``psislw`` follows the LOO convention: it takes the *log-likelihood*
     and smooths the weights ``exp(-log_lik)``, so it is called with ``-log_w``.
     """
+    if _prefetch is not None:
+        _prefetch.join()  # never two threads importing it at once
     from arviz_stats.base import array_stats
 
     log_w = np.asarray(log_w, dtype=np.float64).ravel()
@@ -124,6 +132,20 @@ def pareto_k(log_w) -> float:
     if log_w.size < MIN_PARETO_DRAWS or np.ptp(log_w) < 1e-9:  # equal up to rounding
         return float("nan")
     return float(array_stats.psislw(-(log_w - log_w.max()), r_eff=1.0)[1])
+
+
+def prefetch_pareto_fit() -> None:
+    """Import the library of :func:`pareto_k` (``arviz_stats``, about 0.3 s after JAX) in a
+    background thread, once per process: the driver calls this as its main run starts, when
+    the main thread mostly waits for compiled code, so the import that the run's weight
+    check needs afterwards costs the first call nothing. :func:`pareto_k` waits for it."""
+    global _prefetch
+    if _prefetch is None and _PARETO_MODULE not in sys.modules:
+        import importlib
+
+        _prefetch = threading.Thread(target=importlib.import_module, args=(_PARETO_MODULE,),
+                                     name="pymc_anneal-prefetch", daemon=True)
+        _prefetch.start()
 
 
 def systematic_resample(log_w, num_draws: int, rng: np.random.Generator) -> np.ndarray:

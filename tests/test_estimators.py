@@ -87,3 +87,27 @@ def test_equal_weights_raise_no_warning():
     assert weight_warnings(log_w) == []
     noisy = np.full((2, 20), -56.25) + 0.3 * np.random.default_rng(0).standard_normal((2, 20))
     assert weight_warnings(noisy)  # 40 particles with real spread: too few to trust
+
+
+def test_the_pareto_fit_prefetched_in_a_fresh_process_gives_the_same_k():
+    """``prefetch_pareto_fit`` (the driver's background import of ``arviz_stats`` while a
+    run anneals) in a new process: ``pareto_k`` right after it waits for the import and
+    gives the value of a plain call, and a second prefetch starts nothing."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from pymc_anneal import estimators as e\n"
+        "assert e._PARETO_MODULE not in sys.modules\n"
+        "e.prefetch_pareto_fit(); first = e._prefetch; e.prefetch_pareto_fit()\n"
+        "assert e._prefetch is first and first is not None\n"
+        "u = np.random.default_rng(3).uniform(size=100_000)\n"
+        "print(repr(e.pareto_k(-0.6 * np.log(u))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    from pymc_anneal.estimators import pareto_k
+
+    u = np.random.default_rng(3).uniform(size=100_000)
+    assert float(out.stdout) == pareto_k(-0.6 * np.log(u))

@@ -51,7 +51,7 @@ from pymc_anneal.driver.tuning import (
     step_arrays,
     tune,
 )
-from pymc_anneal.estimators import effective_sample_size
+from pymc_anneal.estimators import effective_sample_size, prefetch_pareto_fit
 from pymc_anneal.exceptions import warn
 from pymc_anneal.kernels import Kernel, resolve_kernel
 from pymc_anneal.validation import (
@@ -376,6 +376,7 @@ def _anneal(loop: CompiledLoop | None, path, plan: _Plan, betas: np.ndarray, val
         done = stored["done_steps"]
         progress("annealing", done)
     chunks = _chunks(num_steps, plan.num_chunks, loop.chunk_length if loop else None)
+    prefetch_pareto_fit()  # the weight check's import, while the loop runs
     for start, stop in itertools.pairwise(chunks):
         if stop <= done:
             continue
