@@ -184,6 +184,8 @@ def _pilot_steps(start: int, stop: int, limit: int | None) -> np.ndarray:
 
 
 def _variance(positions):
+    """Each coordinate's variance, in the arithmetic of the former weighted variance at
+    equal weights, so that a band above :func:`min_variance_ess` keeps its bits."""
     w = np.full(positions.shape[0], 1.0 / positions.shape[0])
     mean = w @ positions
     return w @ (positions - mean) ** 2
@@ -299,8 +301,9 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
         fn_rng, state, log_w, band_stats = loop.run(fn_rng, band, state, log_w, 1,
                                                     path_parameters)
         ratio_var[steps] = band_stats["log_ratio_var"][:, 0]
+        ess = effective_sample_size(log_w)
         if np.any(np.isfinite(log_w)):  # the band's weights against perfect mixing
-            realized.append(float(np.log(log_w.size / effective_sample_size(log_w))))
+            realized.append(float(np.log(log_w.size / ess)))
             predicted.append(float(np.sum(np.diff(band_betas) ** 2
                                           * np.nan_to_num(ratio_var[steps]))))
         if not np.any(np.isfinite(log_w)):
@@ -311,8 +314,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
         before = state["position"][np.isfinite(log_w)]
         index = systematic_resample(log_w, log_w.size, np_rng)
         state = {k: v[index] for k, v in state.items()}
-        spread = (before if effective_sample_size(log_w) < min_variance_ess(d)
-                  else state["position"])
+        spread = before if ess < min_variance_ess(d) else state["position"]
         log_w = np.zeros_like(log_w)
         progress(stop)
     inefficiency = (max(sum(realized) / sum(predicted), 1.0) if sum(predicted) > 0
