@@ -70,8 +70,10 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV
+from pytensor.conditional.op import IfElse
+from pytensor.gradient import disconnected_grad
 from pytensor.graph.basic import Constant
-from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.replace import _vectorize_node, vectorize_graph
 from pytensor.graph.traversal import ancestors, graph_inputs, io_toposort
 from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import CAReduce, Elemwise
@@ -703,8 +705,50 @@ def _selected_sum(c, a, b, shape, enumerate_=None, finite_branches=False):
     count = count - nans * base**2
     pos = pt.floor(count / base + 0.5 / base)
     neg = pt.round(count - pos * base)
-    return pt.switch(pt.gt(nans, 0) | (pt.gt(pos, 0) & pt.gt(neg, 0)), np.nan,
-                     pt.switch(pt.gt(neg, 0), -np.inf, pt.switch(pt.gt(pos, 0), np.inf, total)))
+    # the non-finite part adds to the finite sum (x + nan = nan, x - inf = -inf): its
+    # gradient is zero, and disconnected, so that the gradient does not need the counting
+    extra = pt.switch(pt.gt(nans, 0) | (pt.gt(pos, 0) & pt.gt(neg, 0)), np.nan,
+                      pt.switch(pt.gt(neg, 0), -np.inf, pt.switch(pt.gt(pos, 0), np.inf, 0.0)))
+    exact = total + disconnected_grad(extra)
+    # with no infinite or NaN element nothing is counted: exact == total
+    all_finite = pt.isfinite(a).all() & pt.isfinite(b).all()
+    return shortcut(all_finite, total, exact)
+
+
+class _Shortcut(IfElse):
+    """``shortcut(holds, fast, exact)``: the value of ``exact``, taken from ``fast`` (not
+    computed) where ``holds``, the caller vouching that ``fast == exact`` there. Batched
+    over particles (``vectorize_graph``), it is one branch for the whole batch:
+    ``fast`` when ``holds`` for every particle, else ``exact``; so the exact graph's work
+    (the non-finite counting of :func:`_selected_sum`, a third of the coal model's
+    evaluation) runs only for a batch that needs it. JAX and Numba put the branches in a
+    conditional (PyTensor's ``introduce_lazy_ifelse``), the C backend's lazy linker skips
+    the branch not taken, and Python mode computes both.
+
+    Its gradient is an elementwise selection, not another conditional: IfElse's own
+    would put ``zeros_like`` of a batch-sized array in a branch, whose shape JAX cannot
+    read there (a traced operand of ``lax.cond``)."""
+
+    def __init__(self):
+        super().__init__(n_outs=1, name="shortcut")
+
+    def pullback(self, ins, outputs, grads):
+        holds, (g,) = ins[0], grads
+        zero = pt.zeros((), dtype=g.dtype)
+        return [holds.zeros_like(dtype="float64"), pt.switch(holds, g, zero),
+                pt.switch(holds, zero, g)]
+
+
+def shortcut(holds, fast, exact):
+    """See :class:`_Shortcut` (``holds`` a scalar, ``fast`` and ``exact`` one type)."""
+    return _Shortcut()(holds, fast, exact)
+
+
+@_vectorize_node.register(_Shortcut)
+def _vectorize_shortcut(op, node, holds, fast, exact):
+    if fast.type.ndim != exact.type.ndim or fast.type.broadcastable != exact.type.broadcastable:
+        fast, exact = pt.broadcast_arrays(fast, exact)
+    return [shortcut(pt.all(holds), fast, exact)]
 
 
 def _prefix_dot(matrix):

@@ -207,6 +207,69 @@ def test_selected_sum_equals_numpy_at_random_points(kinds):
         np.testing.assert_allclose(fn(cv, av, bv), want, rtol=1e-12, atol=1e-12)
 
 
+def _change_point_sum(n: int):
+    """``_selected_sum`` of ``switch(s >= t, a_t, b_t)`` over t < n at every switch point
+    s in 0..n-1 (the prefix-sum route, as in the coal model), batched over particles:
+    ``(stacked, out, grads)``, where ``stacked`` (particles, 3, n) holds A, B and weights,
+    and ``out`` and ``grads`` (particles, n) are the sums and the gradients of
+    ``sum(weights * out)`` with respect to A and B."""
+    s = pt.lscalar("s")
+    a, b = pt.dvector("a"), pt.dvector("b")
+
+    def enumerate_(graph):
+        return vectorize_graph([graph], replace={s: pt.as_tensor(np.arange(n))})[0]
+
+    one = discrete._selected_sum(pt.ge(s, pt.arange(n)), a, b, (n,), enumerate_)
+    # one input, whose particle axis has no static length (as in the annealing loop)
+    stacked = pt.tensor("stacked", shape=(None, 3, n), dtype="float64")
+    big_a, big_b, weights = stacked[:, 0], stacked[:, 1], stacked[:, 2]
+    (out,) = vectorize_graph([one], replace={a: big_a, b: big_b})
+    return stacked, out, pt.grad((weights * out).sum(), [big_a, big_b])
+
+
+@pytest.mark.parametrize("backend", ["python", "jax",
+                                     pytest.param("numba", marks=pytest.mark.slow),
+                                     pytest.param("c", marks=pytest.mark.slow)])
+def test_selected_sum_batched_with_and_without_non_finite_particles(backend):
+    """The counted sum batched over particles takes the shortcut (no counting) only when
+    no particle of the batch has an infinite or NaN element: its values and gradients equal
+    NumPy's on batches of finite particles and on batches where one or more particles have
+    non-finite elements (the others' values must not change), on each backend; and on JAX
+    the counting is in a conditional branch (PyTensor's ``LazyIfElse``), not computed for
+    every batch."""
+    from pytensor.compile.mode import get_mode
+
+    from pymc_anneal.backends import BACKENDS
+
+    n, particles = 7, 6
+    stacked, out, grads = _change_point_sum(n)
+    mode = python_mode() if backend == "python" else get_mode(BACKENDS[backend])
+    fn = pytensor.function([stacked], [out, *grads], mode=mode)
+    if backend == "jax":
+        lazy = [node for node in fn.maker.fgraph.apply_nodes
+                if type(node.op).__name__ == "LazyIfElse"]
+        assert lazy, "the counting is computed eagerly"
+        branch_ops = {type(getattr(m.op, "scalar_op", m.op)).__name__
+                      for node in lazy for m in node.op.false_branch.fgraph.apply_nodes}
+        assert "CumOp" in branch_ops, branch_ops  # the counts' prefix sums
+    selected = np.arange(n)[:, None] >= np.arange(n)[None, :]  # (switch point, element)
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        av, bv = rng.normal(size=(particles, n)), rng.normal(size=(particles, n))
+        bad = rng.random(particles) < (0.0 if trial % 2 == 0 else 0.4)
+        for p in np.flatnonzero(bad):
+            av[p], bv[p] = _ieee_draws(rng, n), _ieee_draws(rng, n)
+        with np.errstate(invalid="ignore"):
+            want = np.where(selected[None], av[:, None, :], bv[:, None, :]).sum(axis=-1)
+        w = np.where(np.isfinite(want), rng.normal(size=want.shape), 0.0)
+        value, grad_a, grad_b = fn(np.stack([av, bv, w], axis=1))
+        np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12)
+        # each element's gradient: the weights of the switch points that select it, where
+        # the element is finite (a non-finite one is counted, with no gradient)
+        np.testing.assert_allclose(grad_a, (w @ selected) * np.isfinite(av), atol=1e-12)
+        np.testing.assert_allclose(grad_b, (w @ ~selected) * np.isfinite(bv), atol=1e-12)
+
+
 def test_prefix_sums_equal_the_matrix_product():
     """``_prefix_dot`` (prefix sums read at each row's end) equals the product with the
     0/1 matrix, and its gradient equals the matrix's transpose, for consecutive and
