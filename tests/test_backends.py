@@ -53,3 +53,34 @@ def test_sums_of_more_than_32_terms_run():
     total, product = fn(*values)
     np.testing.assert_allclose(total, values.sum())
     np.testing.assert_allclose(product, np.prod(values[:40]))
+
+
+def test_graph_building_and_compiles_skip_creation_traces_unless_asked():
+    """``without_creation_traces``: variables made inside carry no creation trace (PyTensor
+    walks the stack for each otherwise), those made outside keep theirs, the flag comes back
+    after the call (and after an error in it), and a user who asked for traces during
+    compiles (``traceback__compile_limit > 0``) keeps them."""
+    import pytensor
+    import pytest
+
+    from pymc_anneal.backends import without_creation_traces
+
+    x = pt.vector("x")
+
+    @without_creation_traces
+    def build():
+        return pt.exp(x) + 1.0
+
+    @without_creation_traces
+    def fail():
+        raise ValueError("inside")
+
+    assert (pt.exp(x) + 1.0).tag.trace  # PyTensor's default: a trace
+    assert not build().tag.trace
+    before = pytensor.config.traceback__limit
+    with pytest.raises(ValueError, match="inside"):
+        fail()
+    assert pytensor.config.traceback__limit == before
+    assert (pt.exp(x) + 1.0).tag.trace
+    with pytensor.config.change_flags(traceback__compile_limit=5):
+        assert build().tag.trace

@@ -28,6 +28,7 @@ from pymc_anneal.backends import (
     compile_loop,
     compile_one_off,
     static_loop_length,
+    without_creation_traces,
 )
 from pymc_anneal.kernels.base import Kernel
 
@@ -223,6 +224,7 @@ class CompiledLoop:
         return rng, state, np.asarray(log_w).reshape(-1), stats
 
 
+@without_creation_traces
 def build_loop(path, kernel: Kernel, backend: str) -> CompiledLoop:
     """Compile the annealing loop of ``kernel`` on ``path`` (see :func:`_build_chunk`)."""
     chunk_length = static_loop_length(backend)

@@ -39,7 +39,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal._digest import graph_content
-from pymc_anneal.backends import compile_one_off, python_mode
+from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path
 from pymc_anneal.pymc import discrete
@@ -229,6 +229,7 @@ exactly (an error where that is impossible), ``"anneal"`` keeps every one on the
 by the compound kernel), ``"auto"`` sums those it can and anneals the rest."""
 
 
+@without_creation_traces
 def model_path(model: pm.Model, discrete: str = "auto") -> ModelPath:
     """Build (or reuse) the annealing path of ``model``; validates the model first."""
     _check_model(model)
