@@ -315,7 +315,9 @@ def test_nuts_chains_started_in_different_modes_warn():
 def test_coverage_of_exact_draws(rho):
     """Over 200 replicates of 4 x 1000 exact draws (independent, or autocorrelated with an
     ESS of about 5% of the draws) the nominal 95% interval covers the exact log evidence at
-    least 90% of the time among the runs without a warning."""
+    least 90% of the time among the runs without a warning about the estimate. The R-hat
+    warning is about the draws, and left out: at an ESS of 5% its line of 1.01 flags most
+    runs (chains that short cannot tell mixing from not), while these draws are exact."""
     model, truth = CASES["beta"].build(), CASES["beta"].log_evidence
     covered, unwarned = 0, 0
     for seed in range(200):
@@ -323,7 +325,7 @@ def test_coverage_of_exact_draws(rho):
             warnings.simplefilter("always", pa.AnnealingWarning)
             result = pa.bridge_sampling(exact_idata("beta", seed=seed, rho=rho), model,
                                         random_seed=seed + 10**6)
-        if caught:
+        if any("did not mix" not in str(w.message) for w in caught):
             continue
         unwarned += 1
         est = pa.log_evidence(result)

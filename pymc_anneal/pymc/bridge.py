@@ -55,18 +55,38 @@ proposal, at most 1.5% of runs warned (``benchmarks/measure_bridge_coverage.py``
 (``benchmarks/measure_bridge_nuts_coverage.py``). On 4 x 1000 NUTS draws of five
 closed-form targets up to ten parameters the error was at most 0.006 nat, for 0.01-0.04 s
 of extra compute (0.2-0.5 s on the first call, which compiles the density;
-``benchmarks/measure_bridge_nuts.py``).
+``benchmarks/measure_bridge_nuts.py``). These counts of warned runs are from before the
+R-hat line fell from 1.05 to 1.01 (issue 39); at 1.01 the R-hat warning flags 77% of the
+200 autocorrelated exact-draw runs of the logit-Beta posterior (ESS about 5%: chains too
+short to judge) and none of the independent ones; among the runs without another warning
+the coverage is 94% and 95.5% (autocorrelated, independent; the seeds of
+``tests/test_bridge.py::test_coverage_of_exact_draws``). The short NUTS runs were not
+measured again.
 
 **Per chain and pooled.** Each chain's held-out draws against the same proposal draws give
 its own estimate and error; all chains' held-out draws together give the pooled one.
 
 **Diagnostics** (:class:`~pymc_anneal.exceptions.AnnealingWarning`; a result without a
-warning is meant to be within :math:`1.96\,\mathrm{se}` about 95% of the time):
+warning is meant to be within :math:`1.96\,\mathrm{se}` about 95% of the time). First the
+draws themselves, since the estimate is only as good as they are (issue 39: on posteriordb's
+eight_schools_centered, NUTS draws with 25 divergences and an :math:`\hat R` of 1.02 gave an
+estimate 0.21 nat low, without a warning):
 
-- the draws did not mix: the largest rank-normalized split :math:`\hat R` of the
-  unconstrained coordinates exceeds :data:`RHAT_LINE`. Chains that sit in different modes
-  of a multimodal posterior are the typical case: their pooled draws have whatever mode
-  proportions the chains happened to take, and no error bar covers that;
+- divergent transitions: ``sample_stats.diverging`` (NUTS, HMC) has any ``True``. A
+  divergence marks a region (a funnel's neck, a ridge) that the sampler could not follow,
+  so the draws under-represent it and the evidence is biased by an amount no error bar
+  shows. Samplers without the statistic (Metropolis, Slice) are not checked;
+- the draws did not mix: the largest rank-normalized split :math:`\hat R` (Vehtari et al.,
+  2021; ``arviz_stats``, as ``az.summary`` and ``pm.sample`` report it) over the elements of
+  the model's continuous free variables in the posterior exceeds :data:`RHAT_LINE` (1.01,
+  the line of Vehtari et al. and of ``pm.sample``'s own warning; a single chain is split in
+  halves first). Chains that sit in different modes of a multimodal posterior are the
+  extreme case: their pooled draws have whatever mode proportions the chains happened to
+  take, and no error bar covers that. The line also flags draws too autocorrelated to
+  judge (an ESS of a few per cent of the draws).
+
+Then the estimate:
+
 - the chains' estimates disagree: :math:`\sum_c (\hat L_c - \bar L)^2 / \bar v` exceeds the
   :math:`1 -` :data:`CHAIN_ALARM` quantile of :math:`\chi^2_{C-1}`, with :math:`\bar v` the
   chains' average posterior-side variance (the proposal-side part is shared by all chains
@@ -82,6 +102,13 @@ warning is meant to be within :math:`1.96\,\mathrm{se}` about 95% of the time):
   exact draws whose intervals cover 95% of the time
   (``benchmarks/measure_bridge_coverage.py``);
 - the iteration did not converge in ``max_iterations``.
+
+**What no diagnostic sees.** A mode that every chain missed leaves no trace in the draws:
+they are then good draws of the modes they found, and the estimate is the evidence of those
+modes alone, without a warning. Only a method that does not start from the posterior draws
+sees it: :func:`pymc_anneal.sample_ais` anneals from the prior, and
+:func:`pymc_anneal.compare`, given both results of a model (``{"m": [ais, bridge]}``), warns
+when they disagree.
 """
 
 from __future__ import annotations
@@ -131,11 +158,15 @@ CHAIN_ALARM = 1e-3
 """The false-alarm probability of the chains' disagreement test when the errors are right
 (a chi-square test at the 0.1% level: rare false alarms, while chains in different modes
 differ by many standard errors)."""
-RHAT_LINE = 1.05
-r"""Above this largest split :math:`\hat R` of the unconstrained draws the result warns that
-the chains did not mix. The stricter 1.01 of Vehtari et al. (2021) flags a few percent of
-healthy 4 x 1000 NUTS runs of ten parameters; chains in different modes give
-:math:`\hat R` far above either line."""
+RHAT_LINE = 1.01
+r"""Above this largest rank-normalized split :math:`\hat R` of the posterior's continuous free
+variables the result warns that the chains did not mix: the line of Vehtari et al. (2021)
+and of ``pm.sample``'s own warning. The line was 1.05 until issue 39, whose NUTS draws of
+eight_schools_centered had an :math:`\hat R` of 1.02 and an estimate 0.21 nat low. On
+exact draws of 4 x 1000 it flags about 0.5% of runs of ten independent coordinates with a
+lag-one autocorrelation of 0.5, none without, and most runs whose ESS is about 5% of the
+draws (as it should: such chains are too short to tell mixing from not); 200 replicates
+each."""
 _LP_TOLERANCE = 1e-6
 """Relative agreement asked of the model's log density and the draws' ``lp``."""
 _CHUNK = 4096
@@ -153,10 +184,17 @@ def bridge_sampling(
 ) -> xr.DataTree:
     r"""Estimate the log evidence of a PyMC model from its posterior draws (bridge sampling).
 
-    Takes the result of ``pm.sample`` (any sampler whose draws are exact, e.g. NUTS) and the
-    model it came from; needs no new MCMC, only ``2 N_2`` (``"warp3"``) or ``N + N_2``
-    evaluations of the model's vectorized log density. See the module docstring for the
-    estimator, its error and its warnings.
+    Takes the result of ``pm.sample`` (NUTS, or a gradient-free sampler such as
+    ``pm.Metropolis`` or ``pm.Slice``) and the model it came from; needs no new MCMC, only
+    ``2 N_2`` (``"warp3"``) or ``N + N_2`` evaluations of the model's vectorized log density,
+    never its gradient (so a model with an Op that has none works). See the module docstring
+    for the estimator, its error and its warnings.
+
+    The estimate is only as good as the draws: it warns when they diverged or did not mix
+    (below), but a mode that every chain missed cannot be seen in them, and the estimate is
+    then that of the modes the chains found, without a warning. Where the posterior may
+    have several modes, run :func:`pymc_anneal.sample_ais` too and give both results to
+    :func:`pymc_anneal.compare` (``{"m": [ais, bridge]}``): it warns when they disagree.
 
     Parameters
     ----------
@@ -186,8 +224,10 @@ def bridge_sampling(
         ``log_marginal_likelihood_se`` of each chain, ``ess`` (of its posterior-side terms)
         and ``iterations``. Attributes: ``method="bridge_sampling"``,
         ``quantity="log_evidence"``, the pooled ``log_marginal_likelihood`` and its
-        ``log_marginal_likelihood_se``, ``ess``, ``pareto_k``, ``rhat``, ``iterations``,
-        ``converged`` (0 or 1), ``proposal``, ``num_draws`` (posterior side),
+        ``log_marginal_likelihood_se``, ``ess``, ``pareto_k``, ``rhat`` (the draws' largest,
+        as ArviZ computes it), ``num_divergences`` (when the draws carry
+        ``sample_stats.diverging``), ``iterations``, ``converged`` (0 or 1), ``proposal``,
+        ``num_draws`` (posterior side),
         ``num_proposal_draws``, ``warnings`` (the reasons warned about, ``"; "``-joined),
         ``model_fingerprint``, ``random_seed``, ``timings``. :func:`pymc_anneal.log_evidence`
         and :func:`pymc_anneal.compare` read the pooled estimate.
@@ -203,8 +243,11 @@ def bridge_sampling(
     Warns
     -----
     AnnealingWarning
-        When the chains did not mix, disagree, the proposal misses a tail, or the
-        iteration did not converge (module docstring).
+        When the draws have divergent transitions (fix: reparametrize, e.g. non-centered,
+        or raise ``target_accept``), the chains did not mix (R-hat above
+        :data:`RHAT_LINE`; fix: longer chains, a reparametrization), the chains' estimates
+        disagree, the proposal misses a tail, or the iteration did not converge (module
+        docstring). Each message says what was seen and what to do.
     """
     start = time.perf_counter()
     model = check_model(model)
@@ -227,7 +270,8 @@ def bridge_sampling(
     l1, l2 = _ratios(draws, log_q, functions.log_density, proposal,
                      num_proposal_draws, rng)
     pooled, per_chain = _estimates(l1, l2, tolerance, max_iterations)
-    reasons = _diagnose(draws, l2, pooled, per_chain, max_iterations)
+    reasons = _draw_diagnostics(idata, posterior, [rv.name for rv in functions.rvs], pooled)
+    reasons += _diagnose(l2, pooled, per_chain, max_iterations)
     for _, message in reasons:
         warn(message)
     timings = {"setup": setup - start, "bridge": time.perf_counter() - setup}
@@ -502,37 +546,90 @@ def _estimates(l1, l2, tolerance, max_iterations):
     return pooled, per_chain
 
 
-def _rhat(draws: np.ndarray) -> float:
-    """The largest rank-normalized split R-hat over the coordinates of ``draws`` (each chain
-    split in halves here: ``arviz_stats`` gives NaN for a single chain)."""
+def _divergences(idata) -> tuple[int, int] | None:
+    """``(divergent, total)`` transitions of the draws' ``sample_stats.diverging``; None when
+    the sampler records none (Metropolis, Slice, exact draws)."""
+    if "sample_stats" not in idata.children:
+        return None
+    stats_group = idata["sample_stats"].to_dataset()
+    if "diverging" not in stats_group.data_vars:
+        return None
+    diverging = np.asarray(stats_group["diverging"].values).astype(bool)
+    return int(diverging.sum()), int(diverging.size)
+
+
+def _rhat(posterior: xr.Dataset, names: list[str]) -> tuple[float, str | None]:
+    """The largest rank-normalized split R-hat of ``arviz_stats`` (the number ``az.summary``
+    and ``pm.sample`` report) over the elements of the posterior's variables ``names``, and
+    that element's label (``"tau"``, ``"theta[3]"``); NaN and None where it is undefined
+    (constant draws). A single chain is split in halves first (ArviZ gives NaN for one)."""
     from arviz_stats.base import array_stats
 
-    chains, num_draws, d = draws.shape
-    half = num_draws // 2
-    split = draws[:, :2 * half].reshape(2 * chains, half, d)
-    values = np.moveaxis(split, 2, 0)  # (d, 2 chains, draws)
-    moving = np.ptp(values.reshape(len(values), -1), axis=1) > 0
-    if not np.any(moving):
-        return float("nan")
-    rhat = np.asarray(array_stats.rhat(values[moving], chain_axis=-2, draw_axis=-1,
-                                       method="rank"))
-    return float(np.max(rhat)) if np.all(np.isfinite(rhat)) else float("nan")
+    worst, label = float("nan"), None
+    for name in names:
+        var = posterior[name].transpose("chain", "draw", ...)
+        values = np.asarray(var.values, dtype=np.float64)
+        if values.shape[0] == 1:
+            half = values.shape[1] // 2
+            values = values[0, :2 * half].reshape(2, half, *values.shape[2:])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rhat = np.atleast_1d(np.asarray(array_stats.rhat(
+                values, chain_axis=0, draw_axis=1, method="rank"), dtype=np.float64))
+        if not np.any(np.isfinite(rhat)):
+            continue
+        flat = int(np.nanargmax(rhat))
+        if np.isfinite(worst) and rhat.flat[flat] <= worst:
+            continue
+        worst = float(rhat.flat[flat])
+        if var.ndim == 2:
+            label = name
+        else:
+            index = np.unravel_index(flat, var.shape[2:])
+            parts = [var[dim].values[i] if dim in var.coords else i
+                     for dim, i in zip(var.dims[2:], index)]
+            label = f"{name}[{', '.join(str(p) for p in parts)}]"
+    return worst, label
 
 
-def _diagnose(draws, l2, pooled, per_chain, max_iterations) -> list[tuple[str, str]]:
-    """The reasons to distrust the result (module docstring): ``(short, message)`` pairs, the
-    short one for the result's ``warnings`` attribute (and :func:`pymc_anneal.compare`'s
-    ``warning_reason``), the message for the warning."""
+def _draw_diagnostics(idata, posterior: xr.Dataset, names: list[str],
+                      pooled: dict) -> list[tuple[str, str]]:
+    """The reasons to distrust the draws themselves (divergences, R-hat; module docstring)
+    as ``(short, message)`` pairs like :func:`_diagnose`'s; records ``num_divergences`` and
+    ``rhat`` in ``pooled``."""
     reasons = []
-    pooled["rhat"] = rhat = _rhat(draws)
+    divergences = _divergences(idata)
+    pooled["num_divergences"] = None if divergences is None else divergences[0]
+    if divergences is not None and divergences[0] > 0:
+        count, total = divergences
+        message = (
+            f"{count} of {total} draws diverged (sample_stats.diverging): the sampler could not "
+            "follow the posterior's geometry there (a funnel, a narrow ridge), so the draws "
+            "under-represent that region and the log evidence can be biased well beyond its "
+            "standard error. Reparametrize the model (e.g. non-centered: theta = mu + tau * "
+            "z with z ~ Normal(0, 1)), or raise target_accept (pm.sample(target_accept=0.95)) "
+            "and sample again; pymc_anneal.sample_ais gives a second opinion.")
+        reasons.append((f"{count} divergent draws of {total}", message))
+    rhat, label = _rhat(posterior, names)
+    pooled["rhat"] = rhat
     if rhat > RHAT_LINE:
         message = (
-            f"the chains did not mix (largest R-hat of the unconstrained draws {rhat:.3g} > "
-            f"{RHAT_LINE:g}): they may sit in different modes, whose proportions in the "
-            "draws are then arbitrary, so the log evidence and its standard error are "
-            "unreliable. Run longer chains, or use pymc_anneal.sample_ais, which does not "
-            "need mixed posterior draws.")
-        reasons.append((f"chains did not mix (R-hat {rhat:.3g} > {RHAT_LINE:g})", message))
+            f"the chains did not mix (largest R-hat {rhat:.3f} > {RHAT_LINE:g}, of {label!r}; "
+            "rank-normalized split R-hat): the chains saw different parts of the posterior "
+            "(or are too short to tell), whose proportions in the draws are then arbitrary, "
+            "so the log evidence and its standard error are unreliable. Run longer chains "
+            "(more tune and draws), reparametrize the model or raise target_accept if the "
+            "sampler struggles, or use pymc_anneal.sample_ais, which does not need mixed "
+            "posterior draws.")
+        reasons.append((f"chains did not mix (R-hat {rhat:.3f} of {label!r} > {RHAT_LINE:g})",
+                        message))
+    return reasons
+
+
+def _diagnose(l2, pooled, per_chain, max_iterations) -> list[tuple[str, str]]:
+    """The reasons to distrust the estimate (module docstring): ``(short, message)`` pairs,
+    the short one for the result's ``warnings`` attribute (and :func:`pymc_anneal.compare`'s
+    ``warning_reason``), the message for the warning."""
+    reasons = []
     estimates = np.array([c["log_z"] for c in per_chain])
     variances = np.array([c["var_posterior"] for c in per_chain])
     pooled["chain_p_value"] = p_value = float("nan")
@@ -582,6 +679,7 @@ def _tree(pooled, per_chain, l2, draws, reasons, attrs) -> xr.DataTree:
         "bridge_sampling", quantity="log_evidence",
         log_marginal_likelihood=pooled["log_z"], log_marginal_likelihood_se=pooled["se"],
         ess=pooled["ess"], pareto_k=pooled["pareto_k"], rhat=pooled["rhat"],
+        num_divergences=pooled["num_divergences"],
         proposal_ess=pooled["proposal_ess"],
         iterations=pooled["iterations"], converged=int(pooled["converged"]),
         num_draws=pooled["num_draws"], num_proposal_draws=int(l2.size),
