@@ -153,6 +153,9 @@ class CompiledFunction:
 
     def __call__(self, *args):
         raise_if_interrupted()
+        if self.backend == "python":  # far points overflow: the callers read inf and NaN
+            with np.errstate(all="ignore"):
+                return self.function(*args)
         if self.backend != "jax":
             return self.function(*args)
         from pytensor.link.jax.dispatch import jax_typify
@@ -194,7 +197,8 @@ def compile_function(inputs: Sequence, outputs: Sequence, backend: str) -> Compi
         inputs = [pytensor.In(i, borrow=True) for i in inputs]
         outputs = [pytensor.Out(o, borrow=True) for o in outputs]
     fn = pytensor.function(
-        list(inputs), list(outputs), mode=BACKENDS[backend], on_unused_input="ignore"
+        list(inputs), list(outputs), on_unused_input="ignore",
+        mode=jax_mode() if backend == "jax" else BACKENDS[backend],
     )
     fn.trust_input = backend == "jax"  # JAX RNG states are not Generators; inputs are exact
     return CompiledFunction(fn, backend, time.perf_counter() - start)
@@ -428,19 +432,26 @@ def interruptible():
         _Interrupts.active = _Interrupts.pending = False
 
 
+def jax_mode():
+    """PyTensor's JAX mode as every JAX function of the package compiles: PyTensor's
+    run-time assertions (broadcast checks) removed, since JAX drops them when it traces with
+    a warning each (XLA checks shapes itself at trace time), and lengths computed from
+    shapes kept static (:func:`_shapes_are_not_negative`): after every other rewrite (the
+    switches appear as late as "specialize"), before the JAX-specific ones (position 100)
+    that turn shape arguments into static tuples."""
+    from pytensor.compile.mode import get_mode
+
+    mode = get_mode(BACKENDS["jax"]).including("local_remove_all_assert")
+    return mode.register((_shapes_are_not_negative(), 99))
+
+
 def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
     """``jax.lax.scan`` over the step graph, jit-compiled (see :func:`compile_loop`)."""
     import jax
-    from pytensor.compile.mode import get_mode
     from pytensor.link.jax.dispatch import jax_funcify
 
     inputs = [rng, *sequences, *carries, *constants]
-    # JAX drops PyTensor's run-time assertions (broadcast checks) when it traces, with a
-    # warning each; they are removed here instead (XLA checks shapes itself at trace time)
-    mode = get_mode(BACKENDS["jax"]).including("local_remove_all_assert")
-    # after every other rewrite (the switches appear as late as "specialize"), before the
-    # JAX-specific ones (position 100) that turn shape arguments into static tuples
-    mode = mode.register((_shapes_are_not_negative(), 99))
+    mode = jax_mode()
     step = pytensor.function([pytensor.In(i, borrow=True) for i in inputs],
                              [pytensor.Out(o, borrow=True) for o in step_outputs],
                              mode=mode, on_unused_input="ignore")
@@ -662,19 +673,65 @@ def _rbg_key(key):
     return jax.random.key(((int(data[0]) << 32) | int(data[-1])) & (2**63 - 1), impl="rbg")
 
 
+PYTHON_MODE_QUERY = dict(include=["fast_run", "py_only"],
+                         exclude=["inplace", "fusion", "cxx_only"])
+"""The rewrites of :func:`python_mode`: PyTensor's ``FAST_RUN`` set, as PyMC's own compiled
+functions (``model.compile_logp()``) run them, less what only pays in generated code
+(elementwise fusion: a fused ``Composite`` runs one Python call per element in NumPy mode;
+in-place updates; C-only ops). The ``stabilize`` rewrites among them are what make a log
+density PyMC's: ``pm.Bernoulli(logit_p=x)`` is ``log(sigmoid(x))`` as written, which
+underflows to ``-inf`` for ``x < -745``; stabilized, ``-softplus(-x)`` is finite everywhere.
+``FAST_COMPILE``'s rewrites (used here before) skip them, so a likelihood that PyMC finds
+finite at a wide prior's draws was ``-inf`` at most of them (issue 39)."""
+
+
 def python_mode():
-    """PyTensor's ``FAST_COMPILE`` rewrites with the pure-Python linker: NumPy
-    implementations, no code generation. Unlike ``mode="FAST_COMPILE"`` (whose VM linker
-    first builds PyTensor's C lazy linker, half a second with gcc on a cold cache), it
-    compiles nothing at all; sums of more than 31 terms are nested, since NumPy's ufuncs take
-    at most 32 operands."""
+    """PyTensor's ``FAST_RUN`` rewrites (:data:`PYTHON_MODE_QUERY`) with the pure-Python
+    linker: NumPy implementations, no code generation, so the numbers are PyMC's own (to
+    rounding) and nothing is compiled at all (``mode="FAST_COMPILE"``'s VM linker first
+    builds PyTensor's C lazy linker, half a second with gcc on a cold cache). Sums of more
+    than 31 terms are nested, since NumPy's ufuncs take at most 32 operands, and the scalar
+    ops that have no NumPy function (softplus, log1mexp) are written out in NumPy's."""
     from pytensor.compile.mode import Mode
     from pytensor.graph.rewriting.db import RewriteDatabaseQuery
     from pytensor.link.basic import PerformLinker
 
-    mode = Mode(PerformLinker(), RewriteDatabaseQuery(include=["fast_compile", "py_only"]))
+    mode = Mode(PerformLinker(), RewriteDatabaseQuery(**PYTHON_MODE_QUERY))
     mode = mode.register((_inline_inner_graphs(), 99))  # after the others, some make them
+    mode = mode.register((_numpy_scalar_ops(), 99.5))  # stabilize makes softplus
     return mode.register((_split_wide_sums(), 100))  # after every other rewrite
+
+
+def _numpy_scalar_ops():
+    """A rewrite that writes ``softplus`` and ``log1mexp`` (which the ``stabilize``
+    rewrites make from ``log(sigmoid(x))`` and ``log(1 - exp(x))``) as the same branches in
+    NumPy's ufuncs: PyTensor's scalar ops without a NumPy function run one Python call per
+    element in Python mode (0.1 s for 150,000 elements, 10x the whole rest of a logistic
+    likelihood). The branches and cut points are PyTensor's own ``impl``, so the values are
+    the same to the last bit."""
+    import pytensor.scalar.math as psm
+    from pytensor.graph.rewriting.basic import in2out, node_rewriter
+    from pytensor.tensor.elemwise import Elemwise
+
+    @node_rewriter([Elemwise])
+    def expand(fgraph, node):
+        op = node.op.scalar_op
+        if not isinstance(op, psm.Softplus | psm.Log1mexp):
+            return None
+        out = node.outputs[0]
+        if not out.dtype.startswith("float"):
+            return None
+        pt = pytensor.tensor
+        x = node.inputs[0].astype(out.dtype)
+        if isinstance(op, psm.Softplus):
+            value = pt.switch(x < -37.0, pt.exp(x),
+                              pt.switch(x < 18.0, pt.log1p(pt.exp(x)),
+                                        pt.switch(x < 33.3, x + pt.exp(-x), x)))
+        else:
+            value = pt.switch(x < np.log(0.5), pt.log1p(-pt.exp(x)), pt.log(-pt.expm1(x)))
+        return [pt.cast(value, out.dtype)]
+
+    return in2out(expand, name="numpy_scalar_ops")
 
 
 def _inline_inner_graphs():

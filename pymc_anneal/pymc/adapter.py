@@ -26,7 +26,6 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.continuous import Flat, HalfFlat
-from pymc.initial_point import make_initial_point_expression
 from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
@@ -255,6 +254,23 @@ def _checks_to_ninf(graphs: list) -> list:
     return list(graph.outputs)
 
 
+def _stabilized(graphs: list) -> list:
+    """The graphs with the rewrites that PyMC's compiled functions apply and that only
+    match the per-particle graph, applied *before* it is vectorized over particles.
+
+    ``pm.MvNormal(chol=L)`` computes ``cholesky(L @ L.T)``, which PyTensor's
+    ``cholesky_ldotlt`` turns back into ``L`` where it knows ``L`` is lower triangular (a
+    tag that vectorizing drops); left in, ``L @ L.T`` overflowed to ``inf`` (and the
+    log-likelihood to ``-inf``) where PyMC's is finite. The whole ``canonicalize`` and
+    ``stabilize`` sets cannot run here: they give the graph static shapes that
+    ``vectorize_graph`` then refuses to broadcast; the compiled functions run them after."""
+    from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
+
+    graph = FunctionGraph(outputs=list(graphs), clone=False)
+    in2out(cholesky_ldotlt).rewrite(graph)
+    return list(graph.outputs)
+
+
 def _value_shapes(model: pm.Model) -> dict[str, np.ndarray]:
     """A point of zeros with each value variable's shape: what ``join_nonshared_inputs``
     needs (only shapes matter). ``model.initial_point()`` would compile a function with
@@ -286,7 +302,7 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     (log_prior, log_lik), flat = join_nonshared_inputs(
         initial_point, [model.varlogp, model.datalogp], model.value_vars
     )
-    log_prior, log_lik = _checks_to_ninf([log_prior, log_lik])
+    log_prior, log_lik = _stabilized(_checks_to_ninf([log_prior, log_lik]))
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
 
     def build_log_densities(position):
@@ -488,9 +504,7 @@ def _prior_sampler(model: pm.Model, keep: list[bool], num_dims: int):
     and Numba has no native sampler for some distributions (DiscreteUniform). Initial values
     are ignored on purpose (see NOTES): a custom ``initval`` must not become a point mass.
     """
-    draw_exprs = make_initial_point_expression(
-        free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
-        initval_strategies={}, default_strategy="prior", return_transformed=True)
+    draw_exprs = unconstrained_draws(model)
     flat_draw = pt.concatenate([pt.as_tensor(e).ravel().astype("float64")
                                 for e, k in zip(draw_exprs, keep) if k])
     num = pt.lscalar("num_draws")
@@ -511,13 +525,165 @@ def _prior_sampler(model: pm.Model, keep: list[bool], num_dims: int):
         def draw(n):
             return np.stack([one_fn() for _ in range(n)])
 
+    columns = _draw_columns(model, keep)
+
     def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
         if num_draws == 0:
             return np.zeros((0, num_dims))
         reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
-        return np.asarray(draw(num_draws), dtype=np.float64).reshape(num_draws, num_dims)
+        with np.errstate(all="ignore"):  # overflows are found below, and named
+            draws = np.asarray(draw(num_draws), dtype=np.float64).reshape(num_draws, num_dims)
+        if not np.isfinite(draws).all():
+            raise AnnealingError(_non_finite_draws(model, columns, draws))
+        return draws
 
     return sample_base
+
+
+def _draw_columns(model: pm.Model, keep: list[bool]) -> list:
+    """``(free variable, column slice)`` of each kept variable in a flat prior draw."""
+    shapes = _value_shapes(model)
+    columns, start = [], 0
+    for rv, k in zip(model.free_RVs, keep):
+        if k:
+            size = int(np.size(shapes[model.rvs_to_values[rv].name]))
+            columns.append((rv, slice(start, start + size)))
+            start += size
+    return columns
+
+
+def _non_finite_draws(model: pm.Model, columns: list, draws: np.ndarray) -> str:
+    """Why prior draws are not finite in the unconstrained space, naming the variables,
+    their transforms and their distributions' parameters, and what to do."""
+    from pymc.distributions.transforms import Ordered
+
+    parts = []
+    for rv, cols in columns:
+        block = draws[:, cols]
+        bad = ~np.isfinite(block)
+        if not bad.any():
+            continue
+        transform = model.rvs_to_transforms.get(rv)
+        value_name = model.rvs_to_values[rv].name
+        if isinstance(transform, Ordered) or "ordered" in type(transform).__name__.lower():
+            parts.append(
+                f"'{rv.name}' has transform=ordered: PyMC draws its prior without the "
+                "transform, so the draws are not ordered (their unconstrained values are "
+                "NaN), and its density is not normalized over the ordered region")
+            continue
+        example = block[bad][0]
+        parts.append(f"'{rv.name}' ({_describe_prior(rv)}): {bad.any(axis=1).sum()} of "
+                     f"{len(draws)} draws have {value_name} = {example}")
+    what = "; ".join(parts) or "non-finite values in the unconstrained space"
+    return (f"the prior cannot be drawn in the unconstrained space, which the prior base of "
+            f"AIS needs: {what}. Check the priors' parameters (a prior that overflows float64 "
+            "is usually a mistake: e.g. Gamma(0.001, 0.001) puts half its mass below 1e-300); "
+            "bridge sampling needs no prior draws: pymc_anneal.bridge_sampling(pm.sample(), "
+            "model).")
+
+
+def _describe_prior(rv) -> str:
+    """``Gamma(alpha=0.001, ...)``: the distribution of ``rv`` and its constant
+    parameters (those that depend on other variables are named by them)."""
+    op = rv.owner.op
+    name = type(op).__name__.removesuffix("RV")
+    try:
+        params = op.dist_params(rv.owner)
+    except Exception:  # noqa: BLE001 - a symbolic distribution: its name is enough
+        return name
+    shown = []
+    for p in params:
+        parents = [a.name for a in ancestors([p]) if a.owner is not None
+                   and isinstance(a.owner.op, RandomVariable) and a.name]
+        if parents:
+            shown.append(f"depends on {', '.join(dict.fromkeys(parents))}")
+            continue
+        try:
+            value = np.asarray(p.eval(mode=python_mode()) if not isinstance(p, pt.TensorConstant)
+                               else p.data)
+            shown.append(np.array2string(value, threshold=5, precision=4))
+        except Exception:  # noqa: BLE001
+            shown.append(str(p))
+    return f"{name}({', '.join(shown)})"
+
+
+def unconstrained_draws(model: pm.Model) -> list:
+    r"""Graphs of one joint prior draw of the model's free variables in the unconstrained
+    value space (one per variable, in ``free_RVs`` order): PyMC's ancestral draws, except
+    that a variable whose constrained draw can over- or underflow where its unconstrained
+    value is finite is drawn in the unconstrained space directly.
+
+    PyMC (``make_initial_point_expression``) draws the constrained value and transforms it:
+    ``Gamma(0.001, 0.001)`` draws are 0.0 in float64 about half the time (its median is
+    1e-304), so ``log`` of them is ``-inf``; ``LogNormal(0, sigma)`` with a heavy-tailed
+    ``sigma`` overflows to ``inf``; ``Beta(0.01, 0.01)`` rounds to 0 or 1. Their log (or
+    log-odds) is finite and drawn here exactly, as PyMC's transform would give it with
+    infinite precision: for :math:`G \sim \mathrm{Gamma}(a + 1)` and
+    :math:`U \sim \mathrm{U}(0, 1)`, :math:`G\,U^{1/a} \sim \mathrm{Gamma}(a)`, so
+    :math:`\log G + \log(U) / a` is the log of a Gamma(a) draw; the inverse gamma is its
+    negative, a Beta's log-odds the difference of two, a log-normal's log a normal.
+    Variables that depend on such a variable see its constrained value (``exp`` of the
+    draw), so the joint draw is still the prior's. Custom initial values are ignored (see
+    ``_prior_sampler``).
+    """
+    from pymc.pytensorf import toposort_replace
+
+    free_rvs = list(model.free_RVs)
+    graph = FunctionGraph(outputs=free_rvs, clone=True)
+    rvs = list(graph.outputs)
+    transformed, replacements = [], []
+    for original, rv in zip(free_rvs, rvs):
+        transform = model.rvs_to_transforms.get(original)
+        direct = _unconstrained_draw(rv, transform)
+        if direct is not None:
+            transformed.append(direct)
+            replacements.append((rv, transform.backward(direct, *rv.owner.inputs)
+                                 .astype(rv.dtype)))
+        elif transform is not None:
+            transformed.append(transform.forward(rv, *rv.owner.inputs))
+        else:
+            transformed.append(rv)
+    for value in transformed + [new for _, new in replacements]:
+        graph.add_output(value, import_missing=True)
+    toposort_replace(graph, tuple(replacements), reverse=True)
+    return [graph.outputs[len(rvs) + i] for i in range(len(rvs))]
+
+
+def _unconstrained_draw(rv, transform):
+    """A draw of ``rv``'s unconstrained value made in the unconstrained space (see
+    :func:`unconstrained_draws`), or None where PyMC's constrained draw is kept."""
+    from pymc.logprob.transforms import LogOddsTransform, LogTransform
+    from pytensor.tensor.random.basic import BetaRV, GammaRV, InvGammaRV, LogNormalRV
+
+    node = rv.owner
+    op = node.op
+    log_space = isinstance(transform, LogTransform) and isinstance(
+        op, GammaRV | InvGammaRV | LogNormalRV)
+    logit_space = isinstance(transform, LogOddsTransform) and isinstance(op, BetaRV)
+    if not (log_space or logit_space):
+        return None
+    params = [pt.as_tensor(p).astype("float64") for p in op.dist_params(node)]
+    shape = tuple(op._infer_shape(op.size_param(node), op.dist_params(node)))
+
+    def rng():
+        return pytensor.shared(np.random.default_rng())
+
+    def log_gamma(a):  # log of a Gamma(a, 1) draw, finite for every a > 0
+        _, g = pt.random.gamma(a + 1.0, scale=1.0, size=shape, rng=rng(),
+                               return_next_rng=True)
+        _, u = pt.random.uniform(0.0, 1.0, size=shape, rng=rng(), return_next_rng=True)
+        return pt.log(g) + pt.log1p(-u) / a
+
+    if isinstance(op, LogNormalRV):
+        _, draw = pt.random.normal(params[0], params[1], size=shape, rng=rng(),
+                                   return_next_rng=True)
+    elif isinstance(op, GammaRV):  # (shape, scale)
+        draw = pt.log(params[1]) + log_gamma(params[0])
+    elif isinstance(op, InvGammaRV):  # (shape, scale): scale / Gamma(shape)
+        draw = pt.log(params[1]) - log_gamma(params[0])
+    else:  # Beta(a, b) = G_a / (G_a + G_b): its log-odds is log G_a - log G_b
+        draw = log_gamma(params[0]) - log_gamma(params[1])
+    return draw.astype(rv.dtype)
 
 
 def _batched_draws(flat_draw, num, batched: dict | None = None):
@@ -626,12 +792,13 @@ def _discrete_prior_base(model, free, prior, annealed, drawable, joined_params, 
     return build_discrete_base, sample_discrete
 
 
-def _prior_scale(sample_base, num_dims: int) -> np.ndarray:
-    draws = sample_base(np.random.default_rng(0), 200)
-    if not np.all(np.isfinite(draws)):
-        raise AnnealingError(
-            "prior draws contain non-finite values in the unconstrained space; check the "
-            "priors' parameters."
-        )
+def _prior_scale(sample_base, num_dims: int) -> np.ndarray | None:
+    """Each coordinate's standard deviation under the prior (200 draws), a starting point for
+    the mass matrix; None where the prior cannot be drawn (``sample_base`` then raises,
+    naming the variable, when a route needs its draws: bridge sampling does not)."""
+    try:
+        draws = sample_base(np.random.default_rng(0), 200)
+    except AnnealingError:
+        return None
     scale = draws.std(axis=0)
     return np.where(scale > 0, scale, 1.0)
