@@ -28,9 +28,18 @@ quantiles.
 
 **Same quantity, same data.** Results carry the quantity they estimate (the attribute
 ``quantity``; a result of :func:`pymc_anneal.sample_ais` is a log evidence): results of
-different quantities are refused. Whether two evidences are of the same data cannot be
-told from the results (they record no fingerprint of the data), so that stays the
-caller's responsibility.
+different quantities are refused. An evidence :math:`p(y \mid M)` is a probability of its
+data, so evidences of different data are not comparable either: a result of
+:func:`pymc_anneal.sample_ais` (and a merge of them) carries its ``observed_data`` group, and
+results whose observed values differ are refused (``same_data=False`` lets them through).
+"Same data" means the same *multiset* of values: every observed variable's values,
+flattened to float64 and sorted, equal to a relative :data:`SAME_DATA_RTOL`. So two models
+of one data set that name it differently, hold it reshaped, or split it between two
+observed variables compare, as they should; the covariates (``constant_data``) are not
+compared, since models that differ in their predictors are what one compares. A result
+that carries no observed data (an :class:`~pymc_anneal.EvidenceEstimate`, an energy model's
+log partition function, a :func:`pymc_anneal.bridge_sampling` result) cannot be checked and
+is not refused.
 
 **Strength of evidence** (Kass & Raftery 1995, on :math:`2 \ln \mathrm{BF}`): 0 to 2 "not
 worth more than a bare mention", 2 to 6 "positive", 6 to 10 "strong", above 10 "very strong".
@@ -100,6 +109,10 @@ class BayesFactor(NamedTuple):
         Probability mass of the interval.
     strength : str
         Kass & Raftery's words for ``2 |ln BF|``, for the favoured model.
+    log_lower, log_upper : float
+        The ``prob`` interval of ``log_bayes_factor``, ``log_bayes_factor -/+ z *
+        standard_error`` (properties). Finite where ``bayes_factor``, ``lower`` or
+        ``upper`` overflow to ``inf`` (a log Bayes factor above about 709).
     """
 
     log_bayes_factor: float
@@ -109,6 +122,29 @@ class BayesFactor(NamedTuple):
     upper: float
     prob: float
     strength: str
+
+    @property
+    def log_lower(self) -> float:
+        """Lower end of the ``prob`` interval of ``log_bayes_factor``."""
+        return self.log_bayes_factor - _half_width(self.prob, self.standard_error)
+
+    @property
+    def log_upper(self) -> float:
+        """Upper end of the ``prob`` interval of ``log_bayes_factor``."""
+        return self.log_bayes_factor + _half_width(self.prob, self.standard_error)
+
+
+def _half_width(prob: float, standard_error: float) -> float:
+    """Half the width of the central ``prob`` interval of a normal of sd ``standard_error``."""
+    return NormalDist().inv_cdf(0.5 + prob / 2) * standard_error
+
+
+def _exp(log_value: float) -> float:
+    """``exp(log_value)``, ``inf`` where that overflows a float (above about 709)."""
+    try:
+        return math.exp(log_value)
+    except OverflowError:
+        return math.inf
 
 
 def evidence_strength(log_bayes_factor: float) -> str:
@@ -202,6 +238,70 @@ def _check_same_quantity(names: list[str], values: list) -> None:
             f"the results estimate different quantities: {found}. A Bayes factor is a ratio "
             "of the evidences of the same data under two models; compare only results of "
             "pymc_anneal.sample_ais on the same data (or only log partition functions).")
+
+
+SAME_DATA_RTOL = 1e-6
+"""Observed values closer than this, relative, are the same (one stored in float32 by one
+model and in float64 by another; float32 keeps about 6e-8)."""
+
+
+def _observed_values(value) -> tuple[np.ndarray, str] | None:
+    """Every observed value of a result, flattened to float64 and sorted (the multiset of its
+    data, whatever the variables' names, shapes or number), and which variables hold them, in
+    words; ``None`` where the result carries no numeric ``observed_data`` group."""
+    if not isinstance(value, xr.DataTree) or "observed_data" not in value.children:
+        return None
+    data = value["observed_data"].to_dataset()
+    if not data.data_vars:
+        return None
+    try:
+        arrays = {str(name): np.asarray(data[name].values, dtype=np.float64).ravel()
+                  for name in data.data_vars}
+    except (TypeError, ValueError):  # not numbers: nothing this check can compare
+        return None
+    words = ", ".join(f"{name} ({v.size} values)" for name, v in sorted(arrays.items()))
+    return np.sort(np.concatenate(list(arrays.values()))), words
+
+
+def _data_difference(first: np.ndarray, other: np.ndarray) -> str | None:
+    """How two sorted multisets of observed values differ, in words (``None``: they agree)."""
+    if first.size != other.size:
+        return f"{first.size} observed values against {other.size}"
+    differ = ~np.isclose(first, other, rtol=SAME_DATA_RTOL, atol=0.0, equal_nan=True)
+    if not differ.any():
+        return None
+    i = int(np.argmax(differ))
+    return (f"{int(differ.sum())} of their {first.size} observed values differ (sorted, the "
+            f"first that differs: {first[i]:.6g} against {other[i]:.6g})")
+
+
+def _check_same_data(names: list[str], values: list, same_data: bool) -> None:
+    """Refuse results whose observed data differ (unless ``same_data`` is False); results
+    that carry no observed data are not checked."""
+    if not isinstance(same_data, bool | np.bool_):
+        raise AnnealingError(
+            f"same_data must be True (refuse results of different observed data) or False "
+            f"(compare them anyway), got {same_data!r}.")
+    if not same_data:
+        return
+    observed = [(name, found) for name, found in zip(names, map(_observed_values, values))
+                if found is not None]
+    if len(observed) < 2:
+        return
+    first_name, (first, first_words) = observed[0]
+    for name, (other, words) in observed[1:]:
+        difference = _data_difference(first, other)
+        if difference is not None:
+            raise AnnealingError(
+                f"models {first_name!r} and {name!r} were fitted to different observed data: "
+                f"{difference}; {first_name!r} observes {first_words}, {name!r} observes "
+                f"{words}. An evidence p(y | M) is a probability of its data y, so evidences "
+                "of different data are not comparable (their ratio would rank the data sets, "
+                "not the models). Fit every model to the same observations: their names, "
+                "shapes and split into variables may differ, since the values are compared "
+                "as one sorted set per result. If the difference is intended and the "
+                "evidences are comparable anyway (a model of log y with the Jacobian in a "
+                "pm.Potential, say), pass same_data=False.")
 
 
 def _standard_error(est: EvidenceEstimate) -> float:
@@ -304,7 +404,7 @@ def _check_prob(prob) -> float:
                              what="a number strictly between 0 and 1")
 
 
-def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
+def bayes_factor(idata1, idata2, *, prob: float = 0.95, same_data: bool = True) -> BayesFactor:
     r"""Bayes factor :math:`p(y \mid M_1) / p(y \mid M_2)` from two AIS runs on the same data.
 
     Parameters
@@ -314,19 +414,27 @@ def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
         (denominator), or their :func:`pymc_anneal.log_evidence`.
     prob : float, default 0.95
         Probability mass of the reported interval.
+    same_data : bool, default True
+        Refuse results whose observed data differ (their ``observed_data`` groups, compared
+        as sorted sets of values; see :mod:`pymc_anneal.comparison`). ``False`` compares
+        them anyway, for evidences that are comparable on other grounds.
 
     Returns
     -------
     BayesFactor
-        The log Bayes factor with its standard error, the Bayes factor with a ``prob``
-        interval, and Kass & Raftery's words for the strength of the evidence.
+        The log Bayes factor with its standard error and its ``prob`` interval
+        (``log_lower``, ``log_upper``), the Bayes factor with its interval (``inf`` where
+        it overflows a float: the log fields stay finite), and Kass & Raftery's words for
+        the strength of the evidence.
 
     Raises
     ------
     AnnealingError
-        If either input has no evidence estimate (e.g. a DataTree from ``pm.sample``), or if
+        If either input has no evidence estimate (e.g. a DataTree from ``pm.sample``), if
         the two estimate different quantities (their attribute ``quantity``: a log evidence
-        against an energy model's log partition function).
+        against an energy model's log partition function), or if they were fitted to
+        different observed data (unless ``same_data=False``); the message says how the
+        data differ.
 
     See Also
     --------
@@ -353,11 +461,12 @@ def bayes_factor(idata1, idata2, *, prob: float = 0.95) -> BayesFactor:
     prob = _check_prob(prob)
     _check_same_quantity(["idata1", "idata2"], [idata1, idata2])
     est1, est2 = _estimate("idata1", idata1), _estimate("idata2", idata2)
+    _check_same_data(["idata1", "idata2"], [idata1, idata2], same_data)
     log_bf = est1.log_evidence - est2.log_evidence
     se = math.hypot(_standard_error(est1), _standard_error(est2))
-    half = NormalDist().inv_cdf(0.5 + prob / 2) * se
-    return BayesFactor(log_bf, se, math.exp(log_bf), math.exp(log_bf - half),
-                       math.exp(log_bf + half), prob, evidence_strength(log_bf))
+    half = _half_width(prob, se)
+    return BayesFactor(log_bf, se, _exp(log_bf), _exp(log_bf - half), _exp(log_bf + half),
+                       prob, evidence_strength(log_bf))
 
 
 def _prior_probabilities(prior, names: list[str]) -> np.ndarray:
@@ -388,6 +497,7 @@ def compare(
     prob: float = 0.95,
     num_samples: int = 10_000,
     random_seed=0,
+    same_data: bool = True,
 ) -> pd.DataFrame:
     r"""Compare models by their evidence: Bayes factors and posterior model probabilities.
 
@@ -412,6 +522,12 @@ def compare(
         Monte Carlo draws for the intervals of the posterior model probabilities.
     random_seed : int, Generator or None, default 0
         Seed for those draws (fixed by default, so the table is reproducible).
+    same_data : bool, default True
+        Refuse results whose observed data differ: each result's ``observed_data`` group
+        (which :func:`pymc_anneal.sample_ais` writes), compared as the sorted set of all its
+        values, so that models naming, reshaping or splitting the same data compare. Results
+        without observed data are not checked. ``False`` compares them anyway, for
+        evidences that are comparable on other grounds.
 
     Returns
     -------
@@ -426,7 +542,9 @@ def compare(
           (the log Bayes factor of the best model against this one, >= 0) and its standard
           error ``sqrt(se**2 + se_best**2)`` (0 for the best model itself).
         - ``bayes_factor``, ``bf_low``, ``bf_high``: ``exp(log_evidence_diff)``, the Bayes
-          factor of the best model against this one, with its ``prob`` interval.
+          factor of the best model against this one, with its ``prob`` interval
+          (``inf`` where it overflows a float; ``log_evidence_diff`` and ``dse`` give it in
+          logs).
         - ``prior_probability``, ``probability``, ``probability_low``,
           ``probability_high``: prior and posterior model probability, the latter with its
           ``prob`` interval (Monte Carlo over the estimates' normal approximation). The
@@ -461,7 +579,9 @@ def compare(
         If ``idatas`` is not a dict of at least two models, if an entry has no evidence
         (e.g. a DataTree from ``pm.sample``), if the entries estimate different quantities
         (their attribute ``quantity``, e.g. a log evidence against a log partition
-        function), or if ``prior_probabilities`` does not match.
+        function), if they were fitted to different observed data (unless
+        ``same_data=False``; the message names the models and how the data differ), or if
+        ``prior_probabilities`` does not match.
 
     See Also
     --------
@@ -504,6 +624,10 @@ def compare(
         _check_same_quantity([f"{name}[{i}]" for i in range(1 + len(others))],
                              [first, *others])
     estimates = [_estimate(name, value) for name, value in zip(names, firsts)]
+    labelled = [(name, first) for name, first in zip(names, firsts)] + [
+        (f"{name}[{i}]", other) for name, (_, others) in zip(names, entries)
+        for i, other in enumerate(others, start=1)]
+    _check_same_data([n for n, _ in labelled], [v for _, v in labelled], same_data)
     prior = _prior_probabilities(prior_probabilities, list(idatas))
 
     log_z = np.array([e.log_evidence for e in estimates])
@@ -518,6 +642,8 @@ def compare(
     rng = np.random.default_rng(random_seed)
     draws = softmax(log_prior + rng.normal(log_z, se, size=(num_samples, log_z.size)), axis=1)
     tail = (1 - prob) / 2
+    with np.errstate(over="ignore"):  # a log Bayes factor above ~709: inf, as in bayes_factor
+        bf, bf_low, bf_high = np.exp(diff), np.exp(diff - z * dse), np.exp(diff + z * dse)
     reasons = [_recorded_warnings(v) if _is_bridge(v) else _warnings(e)
                for v, e in zip(firsts, estimates)]
     second = (_second_opinion_columns(names, estimates, entries, reasons)
@@ -528,9 +654,9 @@ def compare(
         "se": se,
         "log_evidence_diff": diff,
         "dse": dse,
-        "bayes_factor": np.exp(diff),
-        "bf_low": np.exp(diff - z * dse),
-        "bf_high": np.exp(diff + z * dse),
+        "bayes_factor": bf,
+        "bf_low": bf_low,
+        "bf_high": bf_high,
         "prior_probability": prior,
         "probability": probability,
         "probability_low": np.quantile(draws, tail, axis=0),

@@ -7,6 +7,13 @@ minus the log of their number, with the delta-method standard error of the poole
 A merged result holds every run's chains, numbered in the order given, so
 :func:`pymc_anneal.log_evidence` (and ``compare``, ``bayes_factor``, the plots) report on it
 exactly what one run with all the particles would.
+
+That holds only for *independent* particles. A run given twice (or run twice with the same
+seed and settings) pools each particle with itself: the standard error falls by
+:math:`\sqrt 2` with no new information and the chains look in agreement, so a chain whose
+particles are those of a chain of another input is refused. The merged result keeps one
+run's layout, chains by draws, so the runs must also have the same number of draws per
+chain (any number of chains).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from pymc_anneal._digest import fingerprint
 from pymc_anneal.estimators import estimate_log_z, pareto_k, pooled_mean
 from pymc_anneal.exceptions import AnnealingError
 
@@ -38,8 +46,9 @@ def merge(results: Sequence[xr.DataTree]) -> xr.DataTree:
     results : sequence of xarray.DataTree
         Results of :func:`pymc_anneal.sample_ais`, :func:`pymc_anneal.ais` or
         :func:`pymc_anneal.batched_ais` for the same model and data with the same schedule
-        (fixed ``num_steps``: ``"auto"`` chooses the number of temperatures per run), from
-        different seeds, processes or machines (saved with ``to_netcdf`` and read back).
+        (fixed ``num_steps``: ``"auto"`` chooses the number of temperatures per run) and
+        the same ``draws`` per chain, from different seeds, processes or machines (saved
+        with ``to_netcdf`` and read back).
 
     Returns
     -------
@@ -54,9 +63,12 @@ def merge(results: Sequence[xr.DataTree]) -> xr.DataTree:
     ------
     AnnealingError
         Fewer than one result, a result that is not a per-chain AIS result (RAISE, BDMC,
-        sandwich and exact sums are not particle averages), or results whose model and
-        data (``model_fingerprint``), schedule, kernel or settings differ: the message
-        names the attribute and both values.
+        sandwich and exact sums are not particle averages), results whose model and
+        data (``model_fingerprint``), schedule, kernel or settings differ (the message
+        names the attribute and both values), results with different groups or numbers of
+        draws per chain, or the same particles twice (a run given twice, or run twice with
+        the same ``random_seed`` and settings: the message names the repeated results and
+        chains).
 
     Examples
     --------
@@ -67,6 +79,8 @@ def merge(results: Sequence[xr.DataTree]) -> xr.DataTree:
     results = _check_results(results)
     first = results[0]
     _check_same_schedule(results)
+    _check_same_layout(results)
+    _check_no_repeats(results)
     groups = {}
     for group in first.children:
         datasets = [r[group].to_dataset() for r in results]
@@ -139,6 +153,66 @@ def _check_same_schedule(results) -> None:
                 f"cannot merge: result {i}'s schedule (annealing_stats.beta, {other.size} "
                 f"steps) differs from result 0's ({first.size} steps). Merge only runs "
                 "through the same temperatures.")
+
+
+def _check_same_layout(results) -> None:
+    """Refuse results with other groups, or whose per-chain groups differ in a dimension
+    other than ``chain`` (their draws per chain, say): the merged result has one layout."""
+    groups = sorted(results[0].children)
+    for i, r in enumerate(results[1:], start=1):
+        if sorted(r.children) != groups:
+            raise AnnealingError(
+                f"cannot merge: result {i} has the groups {sorted(r.children)} where result 0 "
+                f"has {groups}. Run them alike (the same idata_kwargs, say), or drop the "
+                "extra groups from the results before merging.")
+    for group in groups:
+        sizes = dict(results[0][group].to_dataset().sizes)
+        if "chain" not in sizes:
+            continue
+        for i, r in enumerate(results[1:], start=1):
+            other = dict(r[group].to_dataset().sizes)
+            for dim, size in sizes.items():
+                if dim != "chain" and other.get(dim) != size:
+                    raise AnnealingError(_layout_disagreement(group, dim, size, other.get(dim),
+                                                              i))
+
+
+def _layout_disagreement(group, dim, first, other, i) -> str:
+    if dim == "draw":
+        return (f"cannot merge: result {i} has {other} draws per chain where result 0 has "
+                f"{first}. The merged result keeps one run's layout, chains by draws, so every "
+                "run needs the same draws (the number of chains may differ): run them with "
+                f"draws={first}.")
+    return (f"cannot merge: the '{group}' group of result {i} has {dim}={other} where result "
+            f"0's has {dim}={first}. Merge only runs of the same model, data and settings.")
+
+
+def _check_no_repeats(results) -> None:
+    """Refuse a chain whose particles (every value of its ``particles`` group, positions
+    and log weights) are those of a chain of an earlier result: pooled, they would count
+    each particle twice."""
+    seen: dict[str, tuple[int, int]] = {}
+    for i, r in enumerate(results):
+        particles = r["particles"].to_dataset()
+        repeats: dict[int, list[tuple[int, int]]] = {}
+        for c in range(particles.sizes["chain"]):
+            chain = particles.isel(chain=c)
+            key = fingerprint([(str(name), np.asarray(chain[name].values))
+                               for name in sorted(chain.data_vars, key=str)])
+            j, c_j = seen.setdefault(key, (i, c))
+            if j != i:
+                repeats.setdefault(j, []).append((c, c_j))
+        if repeats:
+            j, pairs = next(iter(repeats.items()))
+            seed = r.attrs.get("random_seed")
+            seed = "" if seed is None else f" ({seed!r})"
+            raise AnnealingError(
+                f"cannot merge: result {i} repeats the particles of result {j} (its chains "
+                f"{[c for c, _ in pairs]} are chains {[c for _, c in pairs]} of result {j}): "
+                f"the same run given twice, or run twice with the same random_seed{seed} and "
+                "settings. Pooling a run with itself shrinks the standard error without adding "
+                "information and makes the chains look in agreement. Merge runs of different "
+                "seeds (random_seed=1, 2, ... one per run, or pymc_anneal.distributed.sample_ais).")
 
 
 def _check_identical(datasets, group) -> None:

@@ -13,10 +13,12 @@ import doctest
 import functools
 import math
 import sys
+import warnings
 
 import arviz as az
 import numpy as np
 import pytest
+import xarray as xr
 from scipy import stats
 
 import pymc_anneal as pa
@@ -298,3 +300,103 @@ def test_compare_refuses_to_mix_quantities(runs):
     assert pa.bayes_factor(log_z, log_z).log_bayes_factor == 0.0
     assert np.isfinite(pa.bayes_factor(evidence, _est(-40.0)).log_bayes_factor)
     assert list(pa.compare({"a": evidence, "b": runs["narrow"][0]}).index)
+
+
+# --------------------------------------------------------------------------- misuse (issue 40)
+
+Y = np.array([0.3, -0.2, 0.5])
+"""The issue's data: mu ~ N(0, 1), y ~ N(mu, 1), exact log Z = -3.59496."""
+TINY = {"draws": 100, "chains": 2, "num_steps": 20, "progressbar": False}
+
+
+@pytest.fixture(scope="module")
+def data_runs():
+    """The issue's model on Y ("y"), on Y + 1 ("y_plus_1"), and on Y again, renamed,
+    reshaped and split into two observed variables with dims ("split")."""
+    import pymc as pm
+
+    def fit(build, seed):
+        with pm.Model(coords={"row": [0, 1], "col": [0]}) as model:
+            build(pm.Normal("mu", 0.0, 1.0))
+        return pa.sample_ais(model=model, random_seed=seed, **TINY)
+
+    def split(mu):
+        pm.Normal("first", mu, 1.0, observed=Y[:1])
+        pm.Normal("rest", mu, 1.0, observed=Y[1:][::-1].reshape(2, 1), dims=("row", "col"))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)  # tiny runs
+        return {"y": fit(lambda mu: pm.Normal("y", mu, 1.0, observed=Y), 1),
+                "y_plus_1": fit(lambda mu: pm.Normal("y", mu, 1.0, observed=Y + 1), 2),
+                "split": fit(split, 3)}
+
+
+def test_compare_refuses_results_of_different_data(data_runs):
+    """Issue 40, item 2: results on y and on y + 1 were ranked with no warning."""
+    y, other = data_runs["y"], data_runs["y_plus_1"]
+    assert list(y["observed_data"].data_vars) == ["y"]  # sample_ais carries its data
+    match = (r"models 'y' and 'y_plus_1' were fitted to different observed data: 3 of their 3 "
+             r"observed values differ \(sorted, the first that differs: -0.2 against 0.8\); "
+             r"'y' observes y \(3 values\).*pass same_data=False")
+    with pytest.raises(pa.AnnealingError, match=match):
+        pa.compare({"y": y, "y_plus_1": other})
+    with pytest.raises(pa.AnnealingError, match=r"'idata1' and 'idata2' were fitted to "
+                                                r"different observed data"):
+        pa.bayes_factor(y, other)
+    # a merged result carries its data too
+    halves = [y.isel(chain=[c]) for c in (0, 1)]
+    with pytest.raises(pa.AnnealingError, match=r"'merged' and 'y_plus_1' were fitted to "
+                                                r"different observed data"):
+        pa.compare({"merged": pa.merge(halves), "y_plus_1": other})
+    # more values, or fewer
+    shorter = y.copy()
+    shorter["observed_data"] = y["observed_data"].to_dataset().isel(y_dim_0=[0, 1])
+    with pytest.raises(pa.AnnealingError, match=r"3 observed values against 2; 'y' observes "
+                                                r"y \(3 values\), 'short' observes y \(2"):
+        pa.compare({"y": y, "short": shorter})
+    # the opt-out, for a user with a reason
+    assert list(pa.compare({"y": y, "y_plus_1": other}, same_data=False).index)
+    bf = pa.bayes_factor(y, other, same_data=False)
+    assert math.isfinite(bf.log_bayes_factor)
+    with pytest.raises(pa.AnnealingError, match=r"same_data must be True .* or False .*got 'no'"):
+        pa.compare({"y": y, "y_plus_1": other}, same_data="no")
+
+
+def test_compare_takes_the_same_data_renamed_reshaped_or_split(data_runs):
+    """The common case keeps working: the values are compared, as a multiset."""
+    y, split = data_runs["y"], data_runs["split"]
+    assert sorted(split["observed_data"].data_vars) == ["first", "rest"]
+    table = pa.compare({"y": y, "split": split})
+    assert table["log_evidence"].to_numpy() == pytest.approx(-3.59496, abs=0.2)
+    assert math.isfinite(pa.bayes_factor(split, y).log_bayes_factor)
+    # stored in float32 by one model: the same data to float32's precision
+    single = y.copy()
+    single["observed_data"] = xr.Dataset({"obs": ("i", Y.astype(np.float32))})
+    assert list(pa.compare({"y": y, "single": single}).index)
+    # results that carry no observed data cannot be checked, and are not refused
+    no_data = data_runs["y_plus_1"].copy()
+    del no_data["observed_data"]
+    assert list(pa.compare({"y": y, "no_data": no_data, "estimate": _est(-4.0)}).index)
+
+
+def test_bayes_factor_beyond_the_float_range():
+    """Issue 40, item 7: |log BF| > 709, or an interval bound beyond it, raised a raw
+    OverflowError; the log fields stay finite and the Bayes factor is inf (or 0)."""
+    big = pa.bayes_factor(_est(-10.0, se=1.0, chain_sd=0.0), _est(-900.0, se=1.0, chain_sd=0.0))
+    assert big.log_bayes_factor == 890.0 and big.bayes_factor == math.inf
+    assert big.lower == big.upper == math.inf
+    z = stats.norm.ppf(0.975)
+    assert big.log_lower == pytest.approx(890.0 - z * math.sqrt(2), rel=1e-12)
+    assert big.log_upper == pytest.approx(890.0 + z * math.sqrt(2), rel=1e-12)
+    small = pa.bayes_factor(_est(-900.0), _est(-10.0))
+    assert small.bayes_factor == small.lower == small.upper == 0.0
+    assert small.log_bayes_factor == -890.0
+    # only the upper bound overflows
+    edge = pa.bayes_factor(_est(-1.0, se=2.0, chain_sd=0.0), _est(-706.0, se=2.0, chain_sd=0.0))
+    assert math.isfinite(edge.bayes_factor) and math.isfinite(edge.lower)
+    assert edge.upper == math.inf and math.isfinite(edge.log_upper)
+    assert edge.strength == "very strong"
+    # compare on the same inputs: no NumPy overflow warning (an error under this suite)
+    table = pa.compare({"a": _est(-10.0), "b": _est(-900.0)})
+    assert table.loc["b", "bayes_factor"] == math.inf
+    assert table.loc["b", "log_evidence_diff"] == 890.0

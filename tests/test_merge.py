@@ -218,3 +218,39 @@ def test_fingerprint_is_the_same_in_another_process():
     out = subprocess.run([sys.executable, "-c", code.format(root=root)], capture_output=True,
                          text=True, timeout=300, check=True, cwd=root).stdout.split()
     assert out == [fingerprint(model_content(_model())), fingerprint(_rbm().content())]
+
+
+def test_merge_refuses_a_run_given_twice(tmp_path):
+    """Issue 40, item 3: ``merge([r, r])`` pooled a run with itself (the standard error fell
+    by sqrt 2, the chains looked in agreement). Repeated particles are refused, by result
+    and chain, also from a copy read back from disk, or overlapping parts of one run."""
+    run = _run("sample_ais", chains=2)
+    match = (r"result 1 repeats the particles of result 0 \(its chains \[0, 1\] are chains "
+             r"\[0, 1\] of result 0\): the same run given twice, or run twice with the same "
+             r"random_seed \('1'\)")
+    with pytest.raises(pa.AnnealingError, match=match):
+        pa.merge([run, run])
+    run.to_netcdf(tmp_path / "run.nc")
+    with pytest.raises(pa.AnnealingError, match=r"result 2 repeats the particles of result 0"):
+        pa.merge([run, _run("sample_ais", seed=2, chains=2), xr.load_datatree(tmp_path / "run.nc")])
+    whole = _run("ais")
+    with pytest.raises(pa.AnnealingError, match=r"result 1 repeats the particles of result 0 "
+                                                r"\(its chains \[0\] are chains \[2\]"):
+        pa.merge([_chains(whole, [0, 1, 2]), _chains(whole, [2, 3])])
+
+
+def test_merge_refuses_runs_of_different_draws_or_groups():
+    """Issue 40, item 8: runs of different ``draws`` raised xarray's AlignmentError."""
+    run = _run("sample_ais", chains=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)  # tiny runs
+        fewer = pa.sample_ais(model=_model(), draws=20, chains=2, num_steps=20, random_seed=2,
+                              **QUIET)
+    with pytest.raises(pa.AnnealingError, match=r"result 1 has 20 draws per chain where result "
+                                                r"0 has 30\..*run them with draws=30"):
+        pa.merge([run, fewer])
+    extra = _run("sample_ais", seed=2, chains=2).copy()
+    extra["log_likelihood"] = xr.Dataset({"y": (("chain", "draw"), np.zeros((2, 30)))})
+    with pytest.raises(pa.AnnealingError, match=r"result 1 has the groups \[.*'log_likelihood'"
+                                                r".*\] where result 0 has \["):
+        pa.merge([run, extra])
