@@ -400,3 +400,19 @@ def test_bayes_factor_beyond_the_float_range():
     table = pa.compare({"a": _est(-10.0), "b": _est(-900.0)})
     assert table.loc["b", "bayes_factor"] == math.inf
     assert table.loc["b", "log_evidence_diff"] == 890.0
+
+
+def test_bridge_results_carry_their_data_for_the_same_data_check(data_runs):
+    """bridge_sampling's result carries the model's observed data (as sample_ais's does),
+    so comparing it with a result on other data is refused too."""
+    from tests.bridge_cases import CASES, exact_idata
+
+    model = CASES["normal"].build()
+    bridge = pa.bridge_sampling(exact_idata("normal"), model, random_seed=1)
+    observed = np.concatenate([np.ravel(v) for v in bridge["observed_data"].to_dataset()
+                               .data_vars.values()])
+    np.testing.assert_array_equal(np.sort(observed),
+                                  np.sort(np.ravel(CASES["normal"].params["y"])))
+    with pytest.raises(pa.AnnealingError, match=r"'bridge' and 'y' were fitted to different "
+                                                r"observed data"):
+        pa.compare({"bridge": bridge, "y": data_runs["y"]})

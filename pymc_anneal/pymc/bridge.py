@@ -132,6 +132,7 @@ from pymc_anneal.estimators import pareto_k
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import result_attrs
 from pymc_anneal.pymc.adapter import ModelPath, model_content, model_path
+from pymc_anneal.pymc.arviz_groups import add_arviz_groups
 from pymc_anneal.validation import (
     check_choice,
     check_count,
@@ -275,11 +276,13 @@ def bridge_sampling(
     for _, message in reasons:
         warn(message)
     timings = {"setup": setup - start, "bridge": time.perf_counter() - setup}
-    return _tree(pooled, per_chain, l2, draws, reasons, {
+    tree = _tree(pooled, per_chain, l2, draws, reasons, {
         "proposal": proposal, "model": model.name or None, "random_seed": seed,
         "model_fingerprint": fingerprint(model_content(model)),
         "summed_discrete": list(mp.summed) or None,
         "timings": json.dumps({k: round(v, 4) for k, v in timings.items()})})
+    # the observed data, as sample_ais writes them: compare checks results share their data
+    return add_arviz_groups(tree, model)
 
 
 # ----------------------------------------------------------------------- inputs and model
