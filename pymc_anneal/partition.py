@@ -18,6 +18,7 @@ from pymc_anneal._digest import attribute_content, fingerprint
 from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
+from pymc_anneal.driver.memory import check_num_steps_budget
 from pymc_anneal.driver.tuning import AUTO_PILOT_STEPS, auto_variance
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
@@ -160,6 +161,7 @@ def ais(
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
     num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    check_num_steps_budget(num_steps, draws=draws, chains=chains)  # before the schedule
     betas = make_schedule(schedule, AUTO_PILOT_STEPS if num_steps == "auto" else num_steps)
     options = auto_options(run_options_from(locals()), num_steps, dlogz, draws * chains)
     check_data_rows(data)

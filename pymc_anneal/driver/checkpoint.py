@@ -24,6 +24,14 @@ altered file is refused, never half-read.
 flushed to disk (``fsync``), and replaces the old file with ``os.replace``: a crash while
 writing leaves the last good checkpoint.
 
+**A path that cannot be written is refused before anything runs**: the file's directory
+must exist (it is not created) and take a new file (:func:`check_writable` creates and
+removes a temporary file there, which also catches missing permissions, a read-only file
+system or ``/proc``), and the path must not be a directory. **A write that fails later** (the disk fills, the directory goes
+away) never costs the run: the run goes on without its checkpoint and returns its result
+with an :class:`~pymc_anneal.exceptions.AnnealingWarning` that names the file and the
+error (no further write is tried).
+
 **How often**: the state is recorded after every chunk, but written at most once every
 ``PYMC_ANNEAL_CHECKPOINT_INTERVAL`` seconds (default 10) and never more often than 19 times
 the last write's duration, so that writing costs at most 5 % of the run (a crash loses at
@@ -46,7 +54,7 @@ import zipfile
 import numpy as np
 
 from pymc_anneal._digest import fingerprint
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, warn
 
 FORMAT = "pymc_anneal-checkpoint-1"
 INTERVAL_VARIABLE = "PYMC_ANNEAL_CHECKPOINT_INTERVAL"
@@ -79,7 +87,8 @@ class Checkpoint:
     Parameters
     ----------
     path : str or os.PathLike
-        The file (created on the first write; read if it exists).
+        The file (created on the first write; read if it exists), in a directory that
+        exists (:func:`check_writable`; :func:`open_checkpoint` checks it).
     fingerprint : str
         The call's identity (model, data and settings); a file with another one is refused.
     random_seed
@@ -98,6 +107,7 @@ class Checkpoint:
         self._last_write = time.monotonic()  # a run's first seconds are not written
         self._write_cost = 0.0
         self.pending = False  # recorded state not yet on disk
+        self.failed: OSError | None = None  # the write that failed; none is tried after it
         stored = self._read() if self.path.exists() else None
         if stored is not None:
             header, arrays = stored
@@ -137,14 +147,30 @@ class Checkpoint:
         self.pending = True
         wait = max(self.interval, self._write_cost * (1 - MAX_WRITE_SHARE) / MAX_WRITE_SHARE)
         if force or self.interval == 0 or time.monotonic() - self._last_write >= wait:
-            self._write()
+            self._try_write()
 
     def flush(self) -> None:
         """Write the recorded state if it is not on disk yet."""
         if self.pending:
-            self._write()
+            self._try_write()
 
     # ------------------------------------------------------------------ the file
+    def _try_write(self) -> None:
+        """:meth:`_write`, unless a write failed before; a write that fails (an
+        :class:`OSError`: the disk, the directory) warns once and stops the writes, so that
+        the run goes on and its result is returned."""
+        if self.failed is not None:
+            return
+        try:
+            self._write()
+        except OSError as error:
+            self.failed = error
+            warn(f"the checkpoint {self.path} could not be written "
+                 f"({type(error).__name__}: {error.strerror or error}); the run goes on "
+                 "without it and its result is returned, but it is not saved: a call with "
+                 "this checkpoint cannot resume from this run's last chunks. Free the disk "
+                 "or give a checkpoint path in a writable directory to keep the next run.")
+
     def _write(self) -> None:
         start = time.monotonic()
         arrays = {f"{i}/{k}": np.asarray(v) for i, stage in self.stages.items()
@@ -156,7 +182,6 @@ class Checkpoint:
         buffer = io.BytesIO()
         np.savez(buffer, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8),
                  **arrays)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as file:
@@ -351,6 +376,42 @@ SKIPPED_ARGUMENTS = ("model", "checkpoint", "progressbar", "random_seed", "idata
 """Arguments that do not change the numbers (or, the seed, are checked on their own)."""
 
 
+def check_writable(path) -> pathlib.Path:
+    """``path`` (a checkpoint file) as a :class:`pathlib.Path`, if a checkpoint can be
+    written there: not a directory, in a directory that exists and takes a new file.
+
+    The check creates and removes a temporary file in the directory, as each write does
+    (:meth:`Checkpoint._write`): missing permissions or a read-only file system are found
+    before anything runs, not after the annealing (a disk that fills later is
+    :meth:`Checkpoint._try_write`'s warning).
+
+    Raises
+    ------
+    AnnealingError
+        Naming the path and why it cannot be written.
+    """
+    path = pathlib.Path(os.fspath(path))
+    directory = path.parent
+    if path.is_dir():
+        raise AnnealingError(f"the checkpoint {path} is a directory; give a file path in it "
+                             f"(e.g. checkpoint={str(path / 'run.ckpt')!r}).")
+    if not directory.is_dir():
+        why = ("is a file, not a directory" if directory.exists() else
+               "does not exist: create it first, or give a path in an existing directory")
+        raise AnnealingError(f"the checkpoint {path} cannot be written: its directory "
+                             f"{directory} {why}.")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    except OSError as error:
+        raise AnnealingError(f"the checkpoint {path} cannot be written: a file cannot be "
+                             f"created in {directory} ({type(error).__name__}: "
+                             f"{error.strerror or error}). Give a checkpoint path in a "
+                             "directory you can write to.") from None
+    os.close(fd)
+    pathlib.Path(probe).unlink(missing_ok=True)
+    return path
+
+
 def open_checkpoint(path, model_parts, arguments: dict,
                     random_seed) -> tuple[Checkpoint | None, object]:
     """An entry point's checkpoint (None without ``path``) and the seed to run with.
@@ -365,6 +426,7 @@ def open_checkpoint(path, model_parts, arguments: dict,
         raise AnnealingError(
             f"checkpoint must be a file path (str or os.PathLike), got {path!r}: e.g. "
             "checkpoint='run.ckpt'.")
+    check_writable(path)  # before the model is read: nothing is done for a bad path
     settings = {k: v for k, v in arguments.items() if k not in SKIPPED_ARGUMENTS}
     checkpoint = Checkpoint(path, fingerprint([*model_parts(), settings]), random_seed)
     return checkpoint, checkpoint.seed

@@ -16,6 +16,22 @@ An :class:`EnergyModel` is an unnormalized density :math:`p^*(x) = \exp(-F(x))` 
 
 :class:`FunctionEnergy` wraps any user-supplied graph builder.
 
+**Is Z finite?** A user's energy may not be normalizable: flat in some direction, or
+growing too slowly (:math:`p^*(x) = 1 / (1 + |x|)`). Annealing from a Gaussian base then
+still returns a finite :math:`\log \hat Z`, which grows with the number of temperatures
+(each :math:`f_\beta`, :math:`\beta < 1`, is normalizable, and :math:`\log Z_\beta \to
+\infty` as :math:`\beta \to 1`); its weights look no worse than those of a hard, proper
+target, and the estimates of the passes of ``num_steps="auto"`` grow by about the
+half-logarithm of their ratio of temperatures, within their noise at a few hundred
+particles. So :meth:`FunctionEnergy.annealing_path` looks at the energy itself before
+anything is annealed (:func:`check_normalizable`): a direction along which the energy does
+not change at all (none of its gradients at draws of the base has a component along it,
+and shifts along it of up to :math:`10^6` base scales leave it unchanged) makes
+:math:`Z = \infty` and is refused; rays from the base's center along which
+:math:`r^d \exp(-E(r u))` does not fall out to :data:`TAIL_RADII` base scales (random
+directions; along the coordinate axes, :math:`\exp(-E)` that does not fall at all) warn that
+the energy may not be normalizable, or is far wider than the base.
+
 **The default annealing path.** :func:`gaussian_energy_path` makes the linear path from a
 normalized Gaussian base :math:`q` (diagonal, or with a full covariance) to any model,
 :math:`\log f_\beta = \log q + \beta(\log p^* - \log q)`, for the HMC, MALA and
@@ -27,6 +43,7 @@ conditionals, a fitted base) provides it in its module and overrides
 from __future__ import annotations
 
 import abc
+import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -36,12 +53,12 @@ import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_anneal._digest import attribute_content, graph_content
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, fit_gaussian
 from pymc_anneal.validation import check_choice, check_count, check_finite_array, check_real
 
-__all__ = ["DTYPES", "GAUSSIAN_BASES", "EnergyModel", "FunctionEnergy", "Moments", "as_moments",
-           "data_moments", "gaussian_energy_path"]
+__all__ = ["DTYPES", "GAUSSIAN_BASES", "TAIL_RADII", "EnergyModel", "FunctionEnergy", "Moments",
+           "as_moments", "check_normalizable", "data_moments", "gaussian_energy_path"]
 
 DTYPES = ("float64", "float32")
 """Supported dtypes of a model's parameters and PyTensor graphs."""
@@ -340,6 +357,18 @@ class FunctionEnergy(EnergyModel):
             raise AnnealingError(f"x must have shape (N, {self.num_dims}), got {x.shape}.")
         return np.asarray(self._compiled(x), dtype=np.float64)
 
+    def annealing_path(self, *, kernel=None, base=None, data=None, moments=None,
+                       base_mean=None, base_scale=None, rng=None):
+        r""":meth:`EnergyModel.annealing_path`, after checking that the energy can be
+        normalized (:func:`check_normalizable`): an energy that is constant along a direction
+        is refused (:math:`Z = \infty`), one whose tails do not fall fast enough along the
+        base's rays warns."""
+        path, kernel = super().annealing_path(kernel=kernel, base=base, data=data,
+                                              moments=moments, base_mean=base_mean,
+                                              base_scale=base_scale, rng=rng)
+        check_normalizable(self, path)
+        return path, kernel
+
     def exact_log_z(self) -> float:
         """The ``log_z`` given at construction; raises :class:`AnnealingError` if none was."""
         if self._log_z is None:
@@ -348,6 +377,193 @@ class FunctionEnergy(EnergyModel):
                 "Pass log_z=... if you know it, or estimate it with pymc_anneal.ais(model, ...)."
             )
         return self._log_z
+
+
+# -- is Z finite? ----------------------------------------------------------------------------
+
+TAIL_RADII = 8.0 * 4.0 ** np.arange(9)
+"""Radii of the rays of :func:`check_normalizable`, in the base's scales (8 to 524,288)."""
+NUM_TAIL_RAYS = 16
+"""Random directions of :func:`check_normalizable`."""
+MAX_AXIS_DIMS = 64
+"""Models of up to this many dimensions also get rays along each coordinate axis (2 d)."""
+MAX_GRADIENT_DIMS = 512
+"""Models of up to this many dimensions get the flat-direction test (``d + 8`` gradients)."""
+FLAT_SHIFTS = {"float64": (1e2, 1e6), "float32": (1e1, 1e3)}
+"""Shifts, in base scales, along a candidate flat direction (float32 keeps fewer digits)."""
+FLAT_TOLERANCE = {"float64": 1e-6, "float32": 1e-2}
+"""The change of ``log p*`` (relative to ``1 + |log p*|``) below which a shift leaves it
+unchanged."""
+
+
+def _probe_function(model):
+    """``x (N, d) -> (log p* (N,), its gradient (N, d) or None)`` in float64, compiled with
+    PyTensor's Python linker (a few tens of milliseconds; no C compile), or None where the
+    graph cannot be built or compiled (the run reports its own errors)."""
+    from pytensor.compile.mode import Mode
+
+    mode = Mode(linker="py", optimizer="fast_compile")
+    x = pt.matrix("x", dtype=model.dtype)
+    with warnings.catch_warnings():  # PyTensor's own notes are not the user's business here
+        warnings.simplefilter("ignore")
+        try:
+            out = model.log_unnormalized(x).astype("float64")
+        except Exception:  # the run says what is wrong with the graph
+            return None
+        try:
+            function = pytensor.function([x], [out, pt.grad(out.sum(), x)], mode=mode)
+            with_gradient = True
+        except Exception:  # no gradient: the flat-direction test is left out
+            try:
+                function = pytensor.function([x], out, mode=mode)
+            except Exception:
+                return None
+            with_gradient = False
+
+    def evaluate(points: np.ndarray):
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                values = function(np.asarray(points, dtype=model.dtype))
+        except Exception:  # an energy that fails far out: nothing to conclude
+            return None, None
+        if not with_gradient:
+            return np.asarray(values, dtype=np.float64), None
+        return (np.asarray(values[0], dtype=np.float64),
+                np.asarray(values[1], dtype=np.float64))
+
+    return evaluate
+
+
+def _flat_direction(evaluate, draws, scale, dtype):
+    """A direction (in the model's coordinates) along which ``log p*`` does not change, or
+    None: a null direction of the gradients at ``draws`` (whitened by ``scale``) that shifts
+    of :data:`FLAT_SHIFTS` base scales leave unchanged at 16 of the draws."""
+    values, gradients = evaluate(draws)
+    if values is None or gradients is None:
+        return None
+    finite = np.isfinite(values) & np.all(np.isfinite(gradients), axis=1)
+    d = draws.shape[1]
+    if finite.sum() < d:
+        return None
+    whitened = gradients[finite] * scale
+    _, singular, rows = np.linalg.svd(whitened)
+    singular = np.concatenate([singular, np.zeros(d - singular.size)])
+    top = singular.max()
+    points, base_values = draws[finite][:16], values[finite][:16]
+    tolerance = FLAT_TOLERANCE[dtype] * (1.0 + np.abs(base_values))
+    for index in np.flatnonzero(singular <= 1e-8 * top)[:3] if top > 0 else range(min(d, 3)):
+        direction = scale * rows[index]
+        direction /= np.linalg.norm(direction)
+        step = float(np.sqrt(np.mean(scale**2)))
+        shifted = [evaluate(points + sign * shift * step * direction)[0]
+                   for shift in FLAT_SHIFTS[dtype] for sign in (1.0, -1.0)]
+        if all(v is not None and np.all(np.isfinite(v))
+               and np.all(np.abs(v - base_values) <= tolerance) for v in shifted):
+            return direction
+    return None
+
+
+def _rays_not_decaying(evaluate, center, scale, rng) -> tuple[int, int, list[str]]:
+    r"""How many of :data:`NUM_TAIL_RAYS` random rays from ``center`` (in base scales) have
+    :math:`r^d \exp(-E(r u))` not falling over the last three :data:`TAIL_RADII`, out of
+    how many could be judged (finite values), and which coordinate axes (``"+x0"``; models
+    of up to :data:`MAX_AXIS_DIMS` dimensions) have :math:`\exp(-E)` not falling at all."""
+    d = center.size
+    directions = rng.standard_normal((NUM_TAIL_RAYS, d))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    axes = np.concatenate([np.eye(d), -np.eye(d)]) if d <= MAX_AXIS_DIMS else np.zeros((0, d))
+    rays = np.concatenate([directions, axes])
+    points = center + TAIL_RADII[:, None, None] * (rays * scale)[None]
+    values, _ = evaluate(points.reshape(-1, d))
+    if values is None:
+        return 0, 0, []
+    values = values.reshape(TAIL_RADII.size, rays.shape[0])[-3:]
+
+    def rising(v):  # not falling over the last radii (+inf: rising; NaN, -inf: judged not)
+        judged = ~np.any(np.isnan(v) | (v == -np.inf), axis=0)
+        with np.errstate(invalid="ignore"):
+            slack = 1e-9 * (1.0 + np.abs(v[:-1]))
+            up = np.all((v[1:] >= v[:-1] - slack) | (v[1:] == np.inf), axis=0)
+        return judged, judged & up
+
+    judged, up = rising(values[:, :NUM_TAIL_RAYS] + d * np.log(TAIL_RADII[-3:, None]))
+    _, flat = rising(values[:, NUM_TAIL_RAYS:])
+    names = [f"{'+' if k < d else '-'}x{k % d}" for k in np.flatnonzero(flat)]
+    return int(up.sum()), int(judged.sum()), names
+
+
+def _components(direction: np.ndarray, most: int = 6) -> str:
+    """``{x0: 0.707, x1: 0.707}``: the largest components of a unit vector (>= 0.01)."""
+    shown = [k for k in np.argsort(-np.abs(direction))[:most] if abs(direction[k]) >= 0.01]
+    more = ", ..." if np.sum(np.abs(direction) >= 0.01) > most else ""
+    return "{" + ", ".join(f"x{k}: {direction[k] + 0.0:.3g}" for k in sorted(shown)) + more + "}"
+
+
+def check_normalizable(model: EnergyModel, path: Path) -> None:
+    r"""Refuse an energy that cannot be normalized, and warn about one that may not be,
+    from its values far out along the rays of ``path``'s base (the base's center and
+    per-coordinate scale; a fixed generator chooses the rays, so a model gets the same
+    verdict every time).
+
+    - **Refused** (:class:`AnnealingError`), in models of up to :data:`MAX_GRADIENT_DIMS`
+      dimensions: a direction :math:`v` along which :math:`\log p^*` does not change at
+      all. The gradients of :math:`\log p^*` at ``d + 8`` draws of the base have no
+      component along it (a singular value of their whitened matrix below
+      :math:`10^{-8}` of the largest), and shifting 16 draws along it by
+      :data:`FLAT_SHIFTS` base scales changes :math:`\log p^*` by less than
+      :data:`FLAT_TOLERANCE`. Then :math:`\int \exp(-E)\,dx` diverges along :math:`v`:
+      :math:`Z = \infty`.
+    - **Warned** (:class:`~pymc_anneal.exceptions.AnnealingWarning`): random rays
+      :math:`x = c + r\,(s \odot u)` along which :math:`r^d \exp(-E(x))`, the integrand of
+      the radial integral times :math:`r`, does not fall between the last three of
+      :data:`TAIL_RADII` (a tail heavier than :math:`r^{-d}`, whose integral diverges if it
+      goes on), or coordinate axes along which :math:`\exp(-E)` does not fall at all. A
+      normalizable energy far wider than the base (more than about :math:`10^5` base
+      scales) looks the same, and the warning says so.
+
+    Nothing is concluded where the energy cannot be evaluated (no gradient, NaN or an
+    error far out): annealing reports those itself.
+    """
+    evaluate = _probe_function(model)
+    if evaluate is None:
+        return
+    rng = np.random.default_rng(0)
+    d = int(model.num_dims)
+    draws = np.asarray(path.sample_base(rng, d + 8), dtype=np.float64)
+    center = draws.mean(axis=0)
+    scale = (np.asarray(path.base_scale, dtype=np.float64) if path.base_scale is not None
+             else draws.std(axis=0))
+    scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+    name = f"{type(model).__name__} {model.name!r}"
+    fix = ("Make the energy grow in every direction (e.g. add a prior term such as "
+           "-0.5 * (x / s)**2 to log_unnormalized)")
+    if d <= MAX_GRADIENT_DIMS:
+        direction = _flat_direction(evaluate, draws, scale, model.dtype)
+        if direction is not None:
+            raise AnnealingError(
+                f"{name} is not normalizable: log_unnormalized does not change along the "
+                f"direction v = {_components(direction)} (its gradients at draws of the base "
+                "have no component along v, and shifting them along v by up to "
+                f"{max(FLAT_SHIFTS[model.dtype]):,.0f} base scales leaves it unchanged), so "
+                "exp(-E) is constant along lines in that direction and its integral Z is "
+                "infinite: annealing would return a finite log Z that only grows with the "
+                f"number of temperatures. {fix}, or leave out the coordinates it does not "
+                "use.")
+    up, judged, axes = _rays_not_decaying(evaluate, center, scale, rng)
+    if up or axes:
+        where = []
+        if up:
+            where.append(f"{up} of {judged} random rays from the base's center (r^d exp(-E) "
+                         f"does not fall between {TAIL_RADII[-3]:,.0f} and "
+                         f"{TAIL_RADII[-1]:,.0f} base scales)")
+        if axes:
+            where.append(f"the axes {axes} (exp(-E) does not fall at all)")
+        warn(f"{name} may not be normalizable: exp(-E) does not decay along "
+             f"{' nor along '.join(where)}, so Z may be infinite. Annealing then returns a "
+             "finite log Z that grows with the number of temperatures, and more "
+             f"temperatures do not fix it. {fix}; if it is normalizable but far wider than "
+             "the base, give a base as wide (base_scale=...).")
 
 
 # -- the default annealing path --------------------------------------------------------------
