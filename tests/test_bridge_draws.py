@@ -214,3 +214,43 @@ def test_nuts_on_the_centered_eight_schools_warns_of_its_divergences():
     assert any(m.startswith(f"{count} of 4000 draws diverged") for m in messages), messages
     assert result.attrs["num_divergences"] == count
     assert f"{count} divergent draws of 4000" in result.attrs["warnings"]
+
+
+# -------------------------------------------------------------------- draws of another model
+
+
+def _issue_model(shift: float = 0.0) -> pm.Model:
+    """``mu ~ N(0, 1); y ~ N(mu, 1)`` at ``[0.3, -0.2, 0.5] + shift`` (issue 40, item 10)."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.3, -0.2, 0.5]) + shift)
+    return model
+
+
+def _exact_posterior_draws(shift: float, seed: int):
+    """4 x 1000 exact posterior draws of ``_issue_model(shift)``'s mu, without ``lp``."""
+    y = np.array([0.3, -0.2, 0.5]) + shift
+    mean, sd = y.sum() / 4.0, 0.5  # prior precision 1, three unit-noise observations
+    mu = np.random.default_rng(seed).normal(mean, sd, size=(4, 1000))
+    return az.from_dict({"posterior": {"mu": mu}})
+
+
+def test_draws_of_another_posterior_warn_that_they_may_come_from_another_model():
+    """Issue 40, item 10: draws of the posterior on y + 3, lp dropped, given with the model
+    on y: a finite, wrong number, and before only a warning that blamed mixing."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pa.AnnealingWarning)
+        result = pa.bridge_sampling(_exact_posterior_draws(3.0, seed=1), _issue_model(),
+                                    random_seed=1)
+    messages = [str(w.message) for w in caught if w.category is pa.AnnealingWarning]
+    assert messages and "may come from another model or data" in messages[0]  # said first
+    assert result.attrs["warnings"].startswith("draws implausible for this model")
+
+
+def test_draws_of_the_model_itself_are_plausible():
+    """The same check on the model's own exact draws (several seeds): no warning, and the
+    closed-form evidence (-3.59496) within the error bar."""
+    for seed in range(3):
+        result = pa.bridge_sampling(_exact_posterior_draws(0.0, seed), _issue_model(),
+                                    random_seed=seed)
+        assert abs(z_score(result, -3.59496)) < 4

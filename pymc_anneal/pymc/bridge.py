@@ -266,6 +266,7 @@ def bridge_sampling(
     chains, num_draws, _ = draws.shape
     log_q = functions.log_density(draws.reshape(chains * num_draws, -1)).reshape(chains, -1)
     _check_log_density(idata, log_q, mp)
+    implausible = _implausible_draws(model, mp, log_q, functions.log_density)
     setup = time.perf_counter()
     proposal = "warp3" if proposal == "auto" else proposal
     l1, l2 = _ratios(draws, log_q, functions.log_density, proposal,
@@ -273,6 +274,7 @@ def bridge_sampling(
     pooled, per_chain = _estimates(l1, l2, tolerance, max_iterations)
     reasons = _draw_diagnostics(idata, posterior, [rv.name for rv in functions.rvs], pooled)
     reasons += _diagnose(l2, pooled, per_chain, max_iterations)
+    reasons = implausible + reasons  # the first thing to look at, when it is there
     for _, message in reasons:
         warn(message)
     timings = {"setup": setup - start, "bridge": time.perf_counter() - setup}
@@ -438,6 +440,48 @@ def _check_log_density(idata, log_q: np.ndarray, mp: ModelPath) -> None:
             f"differs from their sample_stats.lp ({np.round(theirs[:3], 4).tolist()} ...): "
             "these draws are of another model or of other data (pm.set_data since?). Pass the "
             "model and data that pm.sample ran on.")
+
+
+def _implausible_draws(model: pm.Model, mp: ModelPath, log_q: np.ndarray,
+                       log_density) -> list[tuple[str, str]]:
+    r"""A warning where the draws' log density is implausible for a posterior of ``model``:
+    its median far below the model's own log density at its initial point.
+
+    Draws of another model or data (``lp`` dropped, so :func:`_check_log_density` cannot
+    compare) often lie in the support, where they give a finite, wrong number (-13.74
+    against -7.42, with only a warning about mixing). For a posterior of ``d`` dimensions
+    near a Gaussian, the log density at its draws is below its maximum, and so below its
+    value at any point, by :math:`\chi^2_d / 2` (mean ``d/2``, sd :math:`\sqrt{d/2}`); the
+    line :data:`IMPLAUSIBLE_SDS` sds above that mean, plus a nat, is crossed by the median of
+    thousands of such draws essentially never, while draws of another posterior sit where the
+    model's density is lower by their distance squared."""
+    d = mp.path.num_dims if mp.path is not None else 0
+    if d == 0:
+        return []
+    try:
+        point = model.initial_point()
+        start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
+        at_start = float(log_density(start[None, :].astype(np.float64))[0])
+    except Exception:  # noqa: BLE001 - no initial point to judge by: nothing to say
+        return []
+    median = float(np.median(log_q))
+    line = 0.5 * d + IMPLAUSIBLE_SDS * np.sqrt(0.5 * d) + 1.0
+    if not np.isfinite(at_start) or at_start - median <= line:
+        return []
+    message = (f"the model's log density at the posterior draws (median {median:.2f}) is far "
+               f"below its value at the model's initial point ({at_start:.2f}): "
+               f"{at_start - median:.1f} nats, where a posterior of {d} dimensions is at most "
+               f"about {line:.1f} below any point. These draws may come from another model or "
+               "data: pass the model and data that pm.sample ran on (keep sample_stats.lp in "
+               "the draws, and they are checked against it).")
+    return [(f"draws implausible for this model ({at_start - median:.1f} nats below its "
+             "initial point)", message)]
+
+
+IMPLAUSIBLE_SDS = 6.0
+r"""How many standard deviations of :math:`\chi^2_d / 2` above its mean the median draw's
+log density may fall below the model's initial point before :func:`_implausible_draws`
+warns."""
 
 
 # --------------------------------------------------------------------------- the estimator
