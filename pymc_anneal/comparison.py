@@ -71,7 +71,7 @@ from pymc_anneal.diagnostics import (
 )
 from pymc_anneal.evidence import EvidenceEstimate, log_evidence
 from pymc_anneal.exceptions import AnnealingError, warn
-from pymc_anneal.validation import check_count, check_probability
+from pymc_anneal.validation import check_count, check_probability, check_random_seed
 
 __all__ = ["BayesFactor", "bayes_factor", "compare", "evidence_strength"]
 
@@ -614,6 +614,7 @@ def compare(
         raise AnnealingError(f"compare needs at least two models, got {len(idatas)}.")
     prob = _check_prob(prob)
     num_samples = check_count("num_samples", num_samples, 100)
+    check_random_seed(random_seed)  # a clear error for a bad seed, before any work
     names = [str(name) for name in idatas]
     if len(set(names)) != len(names):
         raise AnnealingError(f"model names must be distinct as strings, got {list(idatas)}.")

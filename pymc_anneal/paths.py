@@ -366,7 +366,8 @@ DEFENSIVE_WEIGHT = 0.1
 
 
 def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
-                       defensive: float = DEFENSIVE_WEIGHT) -> Path:
+                       defensive: float = DEFENSIVE_WEIGHT,
+                       defensive_width: float | None = None) -> Path:
     r"""The geometric path from a Gaussian :math:`q = \mathcal N(\mu, \Sigma)` to the
     target of ``path``, in whitened coordinates.
 
@@ -398,6 +399,12 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
     :math:`z = -7.6`). The prior's share keeps mass everywhere the prior has it, and costs
     nothing to evaluate (the path computes :math:`\log \pi_0` anyway). ``defensive=0`` is
     the pure Gaussian.
+
+    Where the prior cannot be drawn (``transform=ordered``; a prior that overflows), a
+    ``defensive_width`` :math:`s` makes the defensive component the wide Gaussian
+    :math:`\mathcal N(\mu, s^2 \Sigma)` instead (:math:`\mathcal N(0, s^2 I)` in
+    :math:`z`): still normalized, so the estimate stays unbiased, with tails :math:`s` times
+    the fit's.
     """
     check_gaussian_base(path)
     defensive = check_probability("defensive", defensive, low_open=False, high_open=True)
@@ -422,6 +429,11 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
     log_det = float(np.sum(np.log(np.diag(chol))))
     log_z0 = float(path.log_base_normalizer)
     const = -0.5 * dc * np.log(2.0 * np.pi)
+    wide = None if defensive_width is None else float(defensive_width)
+    if wide is not None and (not np.isfinite(wide) or wide <= 0.0 or discrete.size):
+        raise AnnealingError(
+            f"defensive_width must be a positive number on a path without integer "
+            f"coordinates, got {defensive_width!r} on a path with {discrete.size} of them.")
 
     def build(z, params):
         x = _unwhiten(z, params["base_mean"], params["base_chol"], continuous, d)
@@ -431,8 +443,10 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
             log_q = log_q + path.build_discrete_base(x)
         log_prior_z = log_prior + params["base_log_det"]  # pi_0 carried to z
         if defensive > 0.0:
+            log_other = log_prior_z if wide is None else (
+                -0.5 * (z ** 2).sum(axis=-1) / wide**2 + const - dc * np.log(wide))
             log_q = pt.logaddexp(np.log1p(-defensive) + log_q,
-                                 np.log(defensive) + log_prior_z)
+                                 np.log(defensive) + log_other)
         log_target = log_prior_z + log_ratio + log_z0
         return log_q, log_target - log_q
 
@@ -442,7 +456,9 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         if discrete.size:  # the integer coordinates from their prior given the rest
             z[:, discrete] = path.sample_discrete(rng, to_model(z))[:, discrete]
         from_prior = rng.random(num_draws) < defensive
-        if from_prior.any():  # the mixture's prior share: pi_0's draws, whitened
+        if from_prior.any() and wide is not None:  # the wide Gaussian's share
+            z[from_prior] = wide * rng.standard_normal((int(from_prior.sum()), d))
+        elif from_prior.any():  # the mixture's prior share: pi_0's draws, whitened
             x = np.asarray(path.sample_base(rng, int(from_prior.sum())), dtype=np.float64)
             z[from_prior] = x
             z[np.ix_(from_prior, continuous)] = solve_triangular(
@@ -465,7 +481,7 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         parameters={"base_mean": mean, "base_chol": chol,
                     "base_log_det": np.asarray(log_det)},
         cache_owner=path,
-        structure=("gaussian_base", float(defensive)),
+        structure=("gaussian_base", float(defensive), wide),
         discrete_dims=path.discrete_dims,
         discrete_supports=path.discrete_supports,
         postprocess=to_model,

@@ -39,7 +39,7 @@ from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path
 from pymc_anneal.pymc import discrete
 from pymc_anneal.pymc.discrete import (
@@ -154,11 +154,72 @@ def _check_model(model: pm.Model) -> None:
             "is undefined (it depends on an arbitrary constant). Give them proper priors, "
             "e.g. pm.Normal with a wide sigma or pm.HalfNormal."
         )
+    unbounded = _unbounded_uniforms(model)
+    if unbounded:
+        raise AnnealingError(
+            f"the priors of {[name for name, _ in unbounded]} are Uniform on an infinite range "
+            f"(bounds {[bounds for _, bounds in unbounded]}): an improper prior (density "
+            "1/inf), so the marginal likelihood is undefined. Give them finite bounds, or a "
+            "proper prior such as pm.Normal with a wide sigma.")
     if not model.observed_RVs and not model.potentials:
         raise AnnealingError(
             "the model has no observed data (no observed= variables and no Potentials), so its "
             "evidence is 1 (log evidence 0) by definition; add observed data to compare models."
         )
+    _warn_cast_data(model)
+
+
+def _unbounded_uniforms(model: pm.Model) -> list:
+    """``(name, (lower, upper))`` of the free Uniform variables with a constant infinite
+    bound (PyMC builds them, then fails deep inside with ``KeyError``)."""
+    from pytensor.tensor.random.basic import UniformRV
+
+    found = []
+    for rv in model.free_RVs:
+        if not isinstance(rv.owner.op, UniformRV):
+            continue
+        bounds = []
+        for p in rv.owner.op.dist_params(rv.owner):
+            try:
+                bounds.append(float(pt.get_underlying_scalar_constant_value(p)))
+            except Exception:  # noqa: BLE001 - not a constant scalar: nothing to say here
+                bounds.append(None)
+        if any(b is not None and np.isinf(b) for b in bounds):
+            found.append((rv.name, tuple(bounds)))
+    return found
+
+
+def _warn_cast_data(model: pm.Model) -> None:
+    """Warn where a discrete likelihood's data held in a ``pm.Data`` container are not
+    integers: PyMC casts them (``[1.5, 2.2, 0.7]`` becomes ``[1, 2, 0]``), and the evidence
+    would be that of other data than the user's. (Data given as an array are cast when the
+    model is built; their original values are no longer at hand.)"""
+    from pytensor.tensor.elemwise import Elemwise
+    from pytensor.scalar import Cast
+
+    for rv in model.observed_RVs:
+        value = model.rvs_to_values.get(rv)
+        node = getattr(value, "owner", None)
+        if (node is None or not isinstance(node.op, Elemwise)
+                or not isinstance(node.op.scalar_op, Cast)
+                or not value.dtype.startswith(("int", "uint"))):
+            continue
+        source = node.inputs[0]
+        if not isinstance(source, SharedVariable):
+            continue
+        data = np.asarray(source.get_value(borrow=True))
+        if not data.dtype.kind == "f":
+            continue
+        bad = np.flatnonzero(np.isfinite(data) & (data != np.round(data)))
+        if bad.size:
+            shown = ", ".join(
+                f"{data.flat[i]:g} at {tuple(int(k) for k in np.unravel_index(i, data.shape))}"
+                for i in bad[:3])
+            warn(f"the observed data of '{rv.name}' ({source.name or 'a pm.Data container'}) "
+                 f"are not integers at {bad.size} of {data.size} positions ({shown}"
+                 f"{', ...' if bad.size > 3 else ''}), but its distribution is discrete: PyMC "
+                 f"casts them to {value.dtype}, so the evidence is that of other data than "
+                 "yours. Round them as you intend, or use a continuous likelihood.")
 
 
 def _shared_data(graphs) -> list:
@@ -323,6 +384,7 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     outputs, flat_out = join_nonshared_inputs(initial_point, value_graphs, model.value_vars)
 
     base_scale = _prior_scale(sample_base, num_dims)
+    _check_terms(model, initial_point, sample_base)
     path = Path(
         num_dims=num_dims,
         build_log_densities=build_log_densities,
@@ -526,18 +588,67 @@ def _prior_sampler(model: pm.Model, keep: list[bool], num_dims: int):
             return np.stack([one_fn() for _ in range(n)])
 
     columns = _draw_columns(model, keep)
+    # the messages name the model's variables; a strong reference would keep the model alive
+    # through the path cached on it (a WeakKeyDictionary's value must not hold its key)
+    model_ref = weakref.ref(model)
+
+    def raw(rng: np.random.Generator, num_draws: int) -> np.ndarray:
+        reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
+        try:
+            with np.errstate(all="ignore"):  # overflows are found by the callers, and named
+                return np.asarray(draw(num_draws), dtype=np.float64).reshape(num_draws,
+                                                                              num_dims)
+        except Exception as error:  # noqa: BLE001 - NumPy's sampler refused a parameter
+            raise AnnealingError(_failed_draw(model_ref(), error)) from error
 
     def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
         if num_draws == 0:
             return np.zeros((0, num_dims))
-        reseed_rngs(draw_rngs, rng.integers(2**63, size=4))
-        with np.errstate(all="ignore"):  # overflows are found below, and named
-            draws = np.asarray(draw(num_draws), dtype=np.float64).reshape(num_draws, num_dims)
+        draws = raw(rng, num_draws)
         if not np.isfinite(draws).all():
-            raise AnnealingError(_non_finite_draws(model, columns, draws))
+            raise AnnealingError(_non_finite_draws(model_ref(), columns, draws))
         return draws
 
+    sample_base.raw, sample_base.columns = raw, columns  # for ordered_prior_mass
     return sample_base
+
+
+def _is_ordered(model: pm.Model, rv) -> bool:
+    from pymc.distributions.transforms import Ordered
+
+    return isinstance(model.rvs_to_transforms.get(rv), Ordered)
+
+
+def ordered_prior_mass(model: pm.Model, mp: ModelPath, rng: np.random.Generator,
+                       num_draws: int = 4000) -> dict | None:
+    r"""Where the prior cannot be drawn only because of ``transform=ordered``: the prior's
+    mass as written, :math:`\int p(\theta)\,d\theta` over the unconstrained space.
+
+    An ordered variable's density as written is its unordered prior's restricted to the
+    ordered region, so its mass is the probability that PyMC's forward draws (which ignore
+    the transform) are ordered: the share of draws whose unconstrained value is finite.
+    Returns ``{"log_prior_mass", "log_prior_mass_se", "ordered": names}``, or None where
+    something else makes the draws non-finite (or nothing does)."""
+    sample_base = mp.path.sample_base if mp.path is not None else None
+    raw = getattr(sample_base, "raw", None)
+    if raw is None:
+        return None
+    draws = raw(rng, num_draws)
+    ordered = []
+    for rv, cols in sample_base.columns:
+        if np.isfinite(draws[:, cols]).all():
+            continue
+        if not _is_ordered(model, rv):
+            return None
+        ordered.append(rv.name)
+    if not ordered:
+        return None
+    share = float(np.isfinite(draws).all(axis=1).mean())
+    if share == 0.0:
+        return None
+    se = np.sqrt(share * (1.0 - share) / num_draws) / share  # of the log, delta method
+    return {"log_prior_mass": float(np.log(share)), "log_prior_mass_se": float(se),
+            "ordered": ordered}
 
 
 def _draw_columns(model: pm.Model, keep: list[bool]) -> list:
@@ -555,17 +666,14 @@ def _draw_columns(model: pm.Model, keep: list[bool]) -> list:
 def _non_finite_draws(model: pm.Model, columns: list, draws: np.ndarray) -> str:
     """Why prior draws are not finite in the unconstrained space, naming the variables,
     their transforms and their distributions' parameters, and what to do."""
-    from pymc.distributions.transforms import Ordered
-
     parts = []
     for rv, cols in columns:
         block = draws[:, cols]
         bad = ~np.isfinite(block)
         if not bad.any():
             continue
-        transform = model.rvs_to_transforms.get(rv)
         value_name = model.rvs_to_values[rv].name
-        if isinstance(transform, Ordered) or "ordered" in type(transform).__name__.lower():
+        if _is_ordered(model, rv):
             parts.append(
                 f"'{rv.name}' has transform=ordered: PyMC draws its prior without the "
                 "transform, so the draws are not ordered (their unconstrained values are "
@@ -580,6 +688,24 @@ def _non_finite_draws(model: pm.Model, columns: list, draws: np.ndarray) -> str:
             "is usually a mistake: e.g. Gamma(0.001, 0.001) puts half its mass below 1e-300); "
             "bridge sampling needs no prior draws: pymc_anneal.bridge_sampling(pm.sample(), "
             "model).")
+
+
+def _failed_draw(model: pm.Model, error: Exception) -> str:
+    """Which free variable's prior NumPy's sampler refused (each is drawn alone, in
+    order, until one fails), with its distribution, and what was wrong."""
+    culprit = None
+    for rv in model.free_RVs:
+        try:
+            with np.errstate(all="ignore"):
+                pm.draw(rv, random_seed=0, mode=python_mode())
+        except Exception:  # noqa: BLE001 - this is the one
+            culprit = rv
+            break
+    where = (f"the prior of '{culprit.name}' ({_describe_prior(culprit)})" if culprit
+             is not None else "the prior")
+    return (f"{where} cannot be drawn: {type(error).__name__}: {str(error).splitlines()[0]}. "
+            "Check its parameters (a covariance must be symmetric positive definite, a scale "
+            "positive, bounds finite and ordered).")
 
 
 def _describe_prior(rv) -> str:
@@ -601,7 +727,8 @@ def _describe_prior(rv) -> str:
         try:
             value = np.asarray(p.eval(mode=python_mode()) if not isinstance(p, pt.TensorConstant)
                                else p.data)
-            shown.append(np.array2string(value, threshold=5, precision=4))
+            shown.append(np.array2string(value, threshold=5, precision=4, separator=", ",
+                                         max_line_width=10**6).replace("\n", ""))
         except Exception:  # noqa: BLE001
             shown.append(str(p))
     return f"{name}({', '.join(shown)})"
@@ -790,6 +917,72 @@ def _discrete_prior_base(model, free, prior, annealed, drawable, joined_params, 
         return positions
 
     return build_discrete_base, sample_discrete
+
+
+def _check_terms(model: pm.Model, initial_point: dict, sample_base) -> None:
+    """Refuse, naming them, the terms of the log-likelihood that no parameter value can make
+    right, found at 200 prior draws before anything is compiled:
+
+    - a ``pm.Potential`` that is ``+inf`` at some draw: an infinite density has no evidence,
+      and AIS would drop those particles silently (a Potential ``+inf`` where ``mu > 0``
+      gave the evidence of the model restricted to ``mu < 0``);
+    - observed values whose log-likelihood is ``-inf`` or NaN at every draw (an ``inf`` in
+      the data, a count of -1, a proportion of 1.5: outside the support), named by
+      variable and position (before, "every particle has zero weight" after the pilot)."""
+    try:
+        draws = sample_base(np.random.default_rng(1), 200)
+    except AnnealingError:
+        return  # the prior cannot be drawn: checked where it is
+    observed, potentials = list(model.observed_RVs), list(model.potentials)
+    terms = [pt.as_tensor(t) for t in model.logp(vars=observed + potentials, sum=False)]
+    graphs, flat = join_nonshared_inputs(initial_point, terms, model.value_vars)
+    batch = pt.matrix("batch", dtype="float64")
+    values = compile_one_off([batch], vectorize_graph(graphs, replace={flat: batch}))(draws)
+    values = [np.asarray(v) for v in values]
+    for rv, v in zip(observed, values[:len(observed)]):
+        v = np.broadcast_to(v, (len(draws), *np.shape(v)[1:]))
+        impossible = ~np.isfinite(v).any(axis=0) & ~np.isposinf(v).any(axis=0)
+        if np.any(impossible):
+            data = _observed_values(model, rv)
+            where = np.argwhere(np.atleast_1d(impossible))
+            shown = ", ".join(
+                f"{tuple(int(k) for k in w)}"
+                + (f" = {np.atleast_1d(data)[tuple(w)]:g}" if data is not None
+                   and np.atleast_1d(data).shape == np.atleast_1d(impossible).shape else "")
+                for w in where[:4])
+            raise AnnealingError(
+                f"the observed data of '{rv.name}' are impossible under the model at "
+                f"{len(where)} of {np.atleast_1d(impossible).size} positions ({shown}"
+                f"{', ...' if len(where) > 4 else ''}): its log-likelihood is -inf or NaN there "
+                "at every one of 200 prior draws (a non-finite value, or one outside the "
+                f"support of {type(rv.owner.op).__name__.removesuffix('RV')}). Fix or drop "
+                "those observations, or choose a likelihood whose support holds them (where "
+                "the support moves with a parameter, the prior almost never reaches the "
+                "values that allow these data: widen it).")
+    infinite = [(p.name, float(np.mean(np.isposinf(np.broadcast_to(v, (len(draws),))))))
+                for p, v in zip(potentials, values[len(observed):])
+                if np.isposinf(v).any()]
+    if infinite:
+        named = ", ".join(f"'{name}' (+inf at {share:.0%} of 200 prior draws)"
+                          for name, share in infinite)
+        raise AnnealingError(
+            f"the Potential {named} is +inf: an infinite log density has no evidence (its "
+            "integral diverges), so the model is not well defined there. A Potential adds a "
+            "log density; a constraint is -inf where it fails and 0 where it holds, e.g. "
+            "pm.Potential(name, pt.switch(condition, 0.0, -np.inf)).")
+
+
+def _observed_values(model: pm.Model, rv) -> np.ndarray | None:
+    """The values an observed variable holds (a constant, or a data container, cast or
+    not), or None where they are computed."""
+    value = model.rvs_to_values.get(rv)
+    if value is not None and value.owner is not None and len(value.owner.inputs) == 1:
+        value = value.owner.inputs[0]  # a cast of a data container
+    if isinstance(value, pt.TensorConstant):
+        return np.asarray(value.data)
+    if isinstance(value, SharedVariable):
+        return np.asarray(value.get_value(borrow=True))
+    return None
 
 
 def _prior_scale(sample_base, num_dims: int) -> np.ndarray | None:
