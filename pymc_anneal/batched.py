@@ -18,6 +18,7 @@ from pymc_anneal.backends import interruptible
 from pymc_anneal.diagnostics import weight_warnings
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.checkpoint import open_checkpoint
+from pymc_anneal.driver.memory import check_num_steps_budget
 from pymc_anneal.driver.tuning import (
     AUTO_MAX_RERUNS,
     AUTO_MAX_STEPS,
@@ -129,6 +130,7 @@ def batched_ais(
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
     num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    check_num_steps_budget(num_steps, draws=draws, chains=chains)  # before the schedule
     betas = make_schedule(schedule, AUTO_PILOT_STEPS if num_steps == "auto" else num_steps)
     options = run_options_from({**locals(), "kernel": kernel or "hais"})
     ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_parts(model), arguments, random_seed)

@@ -50,6 +50,7 @@ import xarray as xr
 from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import check_run, run_annealing, run_options
 from pymc_anneal.driver.checkpoint import open_checkpoint
+from pymc_anneal.driver.memory import check_num_steps_budget
 from pymc_anneal.estimators import estimate_log_z, pooled_mean
 from pymc_anneal.exceptions import AnnealingError, AnnealingWarning, warn
 from pymc_anneal.io import (
@@ -211,9 +212,10 @@ def reverse_ais(
     arguments = dict(locals())
     _check_energy_model("reverse_ais", model)
     num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    draws = check_count("draws", draws, 2)
+    check_num_steps_budget(num_steps, draws=draws)  # before the schedule
     auto = num_steps == "auto"
     betas = make_schedule(schedule, AUTO_PILOT_STEPS if auto else num_steps)
-    draws = check_count("draws", draws, 2)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 1)
     options = run_options(backend=backend, progressbar=progressbar)
     test = _test_data(model, data)
