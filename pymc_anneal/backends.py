@@ -8,8 +8,33 @@ second where Numba's first JIT of it takes 15-60 s (``benchmarks/bench_evidence.
 
 Randomness is an explicit input and output of every compiled function: callers pass a
 :class:`numpy.random.Generator` and get the advanced one back, so the same seed gives the
-same draws, and C and Numba give bit-identical results. On JAX, PyTensor converts the
-Generator to a JAX key at each call, so results are reproducible but follow JAX's own stream.
+same draws: the same bits in every process, on C and on Numba, and to rounding across the
+two. On JAX, PyTensor converts the Generator to a JAX key at each call, so results are
+reproducible but follow JAX's own stream.
+
+Numba's code is compiled without fast math (:data:`NUMBA_FASTMATH`; PyTensor's default,
+``numba__fastmath=True``, stays the user's for their own functions). With LLVM's fast-math
+flags (reassociation, contraction into fused multiply-adds) the same seeded run gave other
+last bits in a process that compiled the loop than in one that found it in PyTensor's Numba
+disk cache (more than the last bits where an accept decision flips): a checkpoint resumed
+in a new process, or a run on a Dask worker, was no longer the run it continued or
+repeated. Without them, a cold and a warm process give the same bits
+(``tests/test_backends.py``). The price is within the machine's noise
+(``benchmarks/bench_numba_fastmath.py``, 2026-11-27, paired calls on two shared cores): the
+eight schools' and a change point's sampling took 1.06x and 0.96x the fast-math time, their
+first calls on an empty cache (the compile) 0.93x and 0.97x. C and Numba
+agree bit for bit where gcc fuses no multiply-adds (``gcc__cxxflags=-ffp-contract=off``):
+PyTensor compiles C with ``-march=native``, and gcc's default ``-ffp-contract=fast`` then
+contracts ``a * b + c`` on a processor with FMA, which moves the last bits (one ulp of the
+eight schools' log evidence).
+
+PyTensor's C cache has a lock; its Numba cache (``<base_compiledir>/numba``) has none:
+Numba adds an entry to a function's index by reading it, adding to it and replacing it, so
+two processes that add entries to one index at once can leave a key pointing to the other's
+compiled code. Processes that compile at the same time on one machine (pytest-xdist
+workers, several Dask workers) should each have their own ``base_compiledir``
+(``PYTENSOR_FLAGS=base_compiledir=...``, read when PyTensor is imported; the tests do this
+in ``tests/conftest.py`` and ``tests/test_distributed.py``).
 
 JAX compiles a run's loop in a background thread while the pilot runs
 (:func:`compile_in_background`). A thread still inside XLA's compiler when the interpreter
@@ -185,6 +210,24 @@ def without_creation_traces(fn):
     return wrapper
 
 
+NUMBA_FASTMATH = False
+"""Whether the package's Numba functions (:func:`compile_function`, :func:`compile_loop`)
+are compiled with LLVM's fast-math flags. PyTensor's ``numba__fastmath`` (True by default)
+stays the user's for their own compiles; ours set it to this value while PyTensor builds
+the Numba functions (Numba fixes a function's flags when it is defined, so they hold at
+the JIT of the first call too; PyTensor's disk cache keys them). Off, a seeded run gives
+the same bits in every process whatever the disk cache held (module docstring); True
+trades that for speed (``benchmarks/bench_numba_fastmath.py``)."""
+
+
+def _numba_flags(backend: str):
+    """The PyTensor flags a compile for ``backend`` runs under: on Numba, fast math as
+    :data:`NUMBA_FASTMATH` says; nothing changed elsewhere."""
+    if backend != "numba":
+        return contextlib.nullcontext()
+    return pytensor.config.change_flags(numba__fastmath=NUMBA_FASTMATH)
+
+
 @without_creation_traces
 def compile_function(inputs: Sequence, outputs: Sequence, backend: str) -> CompiledFunction:
     """Compile ``inputs -> outputs`` for ``backend`` (outputs always returned as a list)."""
@@ -196,10 +239,11 @@ def compile_function(inputs: Sequence, outputs: Sequence, backend: str) -> Compi
         # JAX returns fresh arrays, so no defensive copy (which cannot copy an RNG state)
         inputs = [pytensor.In(i, borrow=True) for i in inputs]
         outputs = [pytensor.Out(o, borrow=True) for o in outputs]
-    fn = pytensor.function(
-        list(inputs), list(outputs), on_unused_input="ignore",
-        mode=jax_mode() if backend == "jax" else BACKENDS[backend],
-    )
+    with _numba_flags(backend):
+        fn = pytensor.function(
+            list(inputs), list(outputs), on_unused_input="ignore",
+            mode=jax_mode() if backend == "jax" else BACKENDS[backend],
+        )
     fn.trust_input = backend == "jax"  # JAX RNG states are not Generators; inputs are exact
     return CompiledFunction(fn, backend, time.perf_counter() - start)
 
@@ -252,9 +296,10 @@ def compile_loop(rng, sequences: Sequence, carries: Sequence, constants: Sequenc
                             non_sequences=constant_in, return_updates=False)
     rng_out, *rest = outputs
     final = [o[-1] for o in rest[:num_carry]]
-    fn = pytensor.function([rng_in, *stacked, *carry_in, *constant_in],
-                           [rng_out, *final, *rest[num_carry:]],
-                           mode=BACKENDS[backend], on_unused_input="ignore")
+    with _numba_flags(backend):
+        fn = pytensor.function([rng_in, *stacked, *carry_in, *constant_in],
+                               [rng_out, *final, *rest[num_carry:]],
+                               mode=BACKENDS[backend], on_unused_input="ignore")
     return CompiledFunction(fn, backend, time.perf_counter() - start)
 
 

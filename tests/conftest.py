@@ -12,28 +12,92 @@ here; the invariance, robustness, no-op and evidence tests pick it up.
 
 from __future__ import annotations
 
+import atexit
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pytest
-
-from pymc_anneal.driver.cache import compiled_loop
-from pymc_anneal.driver.tuning import step_arrays
-from pymc_anneal.kernels import KERNELS
-from tests.gaussian_paths import DEFAULT as GAUSSIAN
-
+COMPILEDIR_ENV = "PYMC_ANNEAL_TEST_COMPILEDIR"
 JAX_CACHE_ENV = "PYMC_ANNEAL_TEST_JAX_CACHE"
+CACHE_ROOT = Path.home() / ".cache" / "pymc_anneal"
+_SLOT_LOCK: list = []  # the open lock file of this process's slot, held until it exits
+
+
+def _compile_slot() -> tuple[Path, str]:
+    """This process's own PyTensor compile directory (its C modules and its Numba cache,
+    ``<base_compiledir>/numba``) and the slot's name: ``worker-gw0`` for pytest-xdist's
+    worker ``gw0``, ``worker-main`` without xdist, under ``$PYMC_ANNEAL_TEST_COMPILEDIR``
+    or ``~/.cache/pymc_anneal/pytensor-tests``; stable, so the next run finds its caches
+    warm.
+
+    Numba saves its cache index without a lock (a read, an update, a rename): two processes
+    adding entries to one index at once can leave one key pointing to the other's code.
+    PyTensor's C cache has a lock; its Numba cache does not. So no two test processes share
+    one: each holds an exclusive lock on its slot while it lives, and a slot another
+    process holds (two pytest sessions at once) gives way to ``worker-gw0-2``, and so on.
+    The subprocesses a test starts inherit the directory (``PYTENSOR_FLAGS``) while the
+    test waits for them; the Dask workers of ``tests/test_distributed.py`` get one each
+    under it. PyTensor reads ``base_compiledir`` once, when it is imported, hence before
+    any import of it here."""
+    root = Path(os.environ.get(COMPILEDIR_ENV) or CACHE_ROOT / "pytensor-tests")
+    name = f"worker-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: one slot per worker id
+        return root / name, name
+    for attempt in range(1, 1000):
+        slot = name if attempt == 1 else f"{name}-{attempt}"
+        lock = open(root / f"{slot}.lock", "w")  # noqa: SIM115 (held while the process lives)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        _SLOT_LOCK.append(lock)
+        atexit.register(lock.close)  # the lock goes with the process anyway; no warning
+        return root / slot, slot
+    raise RuntimeError(f"no free compile slot under {root}: remove its *.lock files")
+
+
+def _use_own_compiledir() -> Path:
+    """Point PyTensor at :func:`_compile_slot`'s directory (``base_compiledir`` in
+    ``PYTENSOR_FLAGS``, in place of one inherited from pytest-xdist's parent process)."""
+    if "pytensor" in sys.modules:
+        raise RuntimeError(
+            "tests/conftest.py must be imported before PyTensor: PyTensor reads "
+            "base_compiledir once, at import, and every test process needs its own (got "
+            "pytensor imported already, by a plugin or a sitecustomize). Run pytest so "
+            "that PyTensor is first imported by the tests.")
+    path, slot = _compile_slot()
+    flags = [f for f in os.environ.get("PYTENSOR_FLAGS", "").split(",")
+             if f.strip() and not f.strip().startswith("base_compiledir=")]  # xdist's parent
+    os.environ["PYTENSOR_FLAGS"] = ",".join([*flags, f"base_compiledir={path}"])
+    os.environ["PYMC_ANNEAL_TEST_SLOT"] = slot
+    return path
+
+
+COMPILEDIR = _use_own_compiledir()
+
+import numpy as np  # noqa: E402 (PyTensor is imported from here on)
+import pytest  # noqa: E402
+
+from pymc_anneal.driver.cache import compiled_loop  # noqa: E402
+from pymc_anneal.driver.tuning import step_arrays  # noqa: E402
+from pymc_anneal.kernels import KERNELS  # noqa: E402
+from tests.gaussian_paths import DEFAULT as GAUSSIAN  # noqa: E402
 
 
 def _persistent_jax_cache() -> None:
     """XLA's compiled loops on disk, as PyTensor keeps its C modules and Numba its caches: a
-    graph the tests compile again (in the other pytest-xdist worker, in another test, in the
-    next run) skips XLA's compile (about 1.5 s of a small model's 4 s first call). Only
-    where nobody configured a cache; the directory is ``$PYMC_ANNEAL_TEST_JAX_CACHE`` or
-    ``~/.cache/pymc_anneal/jax-tests``, not the package's default (beside PyTensor's compiled
+    graph the tests compile again (in another test, in the next run) skips XLA's compile
+    (about 1.5 s of a small model's 4 s first call). Only where nobody configured a cache;
+    the directory is ``$PYMC_ANNEAL_TEST_JAX_CACHE`` or, per process as PyTensor's
+    (:func:`_compile_slot`), ``~/.cache/pymc_anneal/jax-tests/<slot>``: JAX writes an entry
+    in place, without a lock, so another process could read half of it (a warning, which
+    the tests turn into an error). Not the package's default (beside PyTensor's compiled
     code; ``pymc_anneal.backends.enable_jax_cache``), whose own tests run in new processes
     (``tests/test_jax_cache.py``)."""
     try:
@@ -42,7 +106,7 @@ def _persistent_jax_cache() -> None:
         return
     if jax.config.jax_compilation_cache_dir:
         return
-    default = Path.home() / ".cache" / "pymc_anneal" / "jax-tests"
+    default = CACHE_ROOT / "jax-tests" / os.environ["PYMC_ANNEAL_TEST_SLOT"]
     jax.config.update("jax_compilation_cache_dir", os.environ.get(JAX_CACHE_ENV, str(default)))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 

@@ -1,9 +1,14 @@
 """The one-off compile mode (:func:`pymc_anneal.backends.python_mode`): NumPy implementations,
-no generated code, and the rewrites that make PyMC's batched graphs run there."""
+no generated code, and the rewrites that make PyMC's batched graphs run there. Then the
+Numba compiles' bits: no fast math, the same bits in a new process and on C (to where gcc
+fuses multiply-adds), and one compile directory per test process."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pytest
 import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.replace import vectorize_graph
@@ -84,3 +89,192 @@ def test_graph_building_and_compiles_skip_creation_traces_unless_asked():
     assert (pt.exp(x) + 1.0).tag.trace
     with pytensor.config.change_flags(traceback__compile_limit=5):
         assert build().tag.trace
+
+
+# Numba without fast math (issue 39): the package's Numba functions are compiled with
+# LLVM's fast-math flags off, so a seeded run has the same bits in every process, whatever
+# PyTensor's Numba disk cache held; and no two test processes share that cache.
+
+FAST_MATH = re.compile(r"\b(?:fadd|fsub|fmul|fdiv|frem|fneg|fcmp|call)\b.*"
+                       r"\b(?:fast|reassoc|nnan|ninf|nsz|arcp|contract|afn)\b")
+"""An LLVM instruction with a fast-math flag (``fadd reassoc nsz arcp contract afn double``)."""
+
+
+def _fast_math_lines(function) -> list[str]:
+    """The instructions with fast-math flags in the LLVM IR of a compiled PyTensor Numba
+    function (its own code and what it calls, linked in), for each signature it has run."""
+    jitted = function.vm.jit_fn
+    assert jitted.signatures, "call the function first: Numba compiles at the first call"
+    return [line for signature in jitted.signatures
+            for line in jitted.inspect_llvm(signature).splitlines() if FAST_MATH.search(line)]
+
+
+def test_the_numba_functions_compile_without_fast_math_whatever_the_users_flag():
+    """Read off the LLVM IR (Numba's disk cache off, so that the IR is there to read): no
+    instruction of a :func:`compile_function` or :func:`compile_loop` function carries a
+    fast-math flag, under PyTensor's default ``numba__fastmath=True``, which stays the
+    user's: the same graph compiled by ``pytensor.function`` before and after has them (so
+    the check sees them where they are)."""
+    import pytensor
+
+    from pytensor.tensor.random.type import random_generator_type
+
+    from pymc_anneal.backends import compile_function, compile_loop
+
+    assert pytensor.config.numba__fastmath  # PyTensor's default, the case that matters
+    x = pt.matrix("x")
+    value = pt.logsumexp(pt.exp(x) * 2.0 + x * x, axis=1).sum()
+    data = np.random.default_rng(0).normal(size=(3, 4))
+    with pytensor.config.change_flags(numba__cache=False):
+        users_before = pytensor.function([x], value, mode="NUMBA")
+        users_before(data)
+        ours = compile_function([x], [value], "numba")
+        assert pytensor.config.numba__fastmath  # given back
+        np.testing.assert_allclose(ours(data)[0], users_before(data), rtol=1e-13)
+        users_after = pytensor.function([x], value, mode="NUMBA")
+        users_after(data)
+
+        rng, beta, position = random_generator_type("rng"), pt.scalar("beta"), pt.vector("p")
+        next_rng, noise = pt.random.normal(size=position.shape, rng=rng,
+                                           return_next_rng=True)
+        moved = position + beta * noise
+        loop = compile_loop(rng, [beta], [position], [],
+                            [next_rng, moved, pt.logsumexp(moved * moved)], "numba")
+        loop(np.random.default_rng(1), np.linspace(0.1, 1.0, 5), np.zeros(3))
+    assert _fast_math_lines(users_before) and _fast_math_lines(users_after)
+    assert _fast_math_lines(ours.function) == []
+    assert _fast_math_lines(loop.function) == []
+
+
+SEEDED_RUN = """
+import json, sys, warnings
+sys.path.insert(0, {root!r})
+import pytensor
+import pymc_anneal as pa
+from pymc_anneal import backends
+from tests.test_backends import _digest, _eight_schools
+backends.NUMBA_FASTMATH = {fastmath!r}
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", pa.AnnealingWarning)  # a short run
+    result = pa.sample_ais(model=_eight_schools(), **{kw!r})
+print(json.dumps([_digest(result), pa.log_evidence(result).log_evidence,
+                  str(pytensor.config.base_compiledir)]))
+"""
+SEEDED = {"draws": 200, "chains": 2, "num_steps": 100, "random_seed": 1,
+          "progressbar": False}
+"""A run on which fast math moved bits between a cold and a warm cache (2026-11-27)."""
+
+
+def _eight_schools():
+    import pymc as pm
+
+    from tests import eight_schools as es
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, es.MU_SD)
+        tau = pm.HalfCauchy("tau", es.TAU_SCALE)
+        theta = pm.Normal("theta", mu, tau, shape=8)
+        pm.Normal("y", theta, es.SIGMA, observed=es.Y)
+    return model
+
+
+def _digest(result) -> str:
+    """A digest of every number of a result (all groups, all variables)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for group in sorted(result.children):
+        dataset = result[group].to_dataset()
+        for name in sorted(dataset.data_vars):
+            values = np.asarray(dataset[name].values)
+            if values.dtype.kind in "fiub":
+                digest.update(name.encode() + np.ascontiguousarray(values).tobytes())
+    return digest.hexdigest()
+
+
+def _seeded_run(backend: str):
+    import warnings
+
+    import pymc_anneal as pa
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pa.AnnealingWarning)  # a short run
+        result = pa.sample_ais(model=_eight_schools(), backend=backend, **SEEDED)
+    return _digest(result), pa.log_evidence(result).log_evidence
+
+
+def _seeded_run_in_a_new_process(compiledir, fastmath: bool = False) -> list:
+    """:data:`SEEDED`'s run on Numba in a new process compiling in ``compiledir``."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    flags = [f for f in os.environ.get("PYTENSOR_FLAGS", "").split(",")
+             if f.strip() and not f.strip().startswith("base_compiledir=")]
+    env = {**os.environ, "PYTENSOR_FLAGS": ",".join([*flags, f"base_compiledir={compiledir}"])}
+    code = SEEDED_RUN.format(root=str(root), fastmath=fastmath,
+                             kw={**SEEDED, "backend": "numba"})
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                         text=True, check=False, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # two new processes, the first compiling the loop from nothing
+def test_a_seeded_numba_run_has_the_same_bits_in_a_new_process_that_finds_it_cached(
+        tmp_path):
+    """The same seeded run in a process that compiles the loop (empty compile directory),
+    in one that finds it in the first one's disk cache, and here (this test process's own
+    cache, in whatever state): the same bits. With PyTensor's default fast math the first
+    two differed on this run (``benchmarks/bench_numba_fastmath.py``)."""
+    cold = _seeded_run_in_a_new_process(tmp_path)
+    assert list((tmp_path / "numba").glob("*.nbi")), "the first process cached nothing"
+    warm = _seeded_run_in_a_new_process(tmp_path)
+    assert cold[2] == warm[2] == str(tmp_path)
+    assert cold[:2] == warm[:2] == list(_seeded_run("numba"))
+
+
+@pytest.mark.slow  # C compiles of the loop (once per compile directory)
+def test_numba_and_c_agree_bit_for_bit_where_gcc_fuses_no_multiply_adds():
+    """Numba without fast math is IEEE arithmetic operation by operation; so is PyTensor's C
+    code, but gcc compiles it with ``-march=native`` and, by default, contracts ``a * b + c``
+    into a fused multiply-add where the processor has one (``-ffp-contract=fast``): the last
+    bits then differ. With ``-ffp-contract=off`` the two runs are bit-identical (every
+    number of the result); with gcc's default they agree to rounding."""
+    import pytensor
+
+    numba_digest, numba_log_z = _seeded_run("numba")
+    flags = f"{pytensor.config.gcc__cxxflags} -ffp-contract=off".strip()
+    with pytensor.config.change_flags(gcc__cxxflags=flags):
+        assert _seeded_run("c") == (numba_digest, numba_log_z)
+    c_digest, c_log_z = _seeded_run("c")  # gcc's default: fused where it can
+    assert c_log_z == pytest.approx(numba_log_z, rel=1e-12)
+
+
+def test_each_test_process_compiles_in_its_own_directory():
+    """``tests/conftest.py``: this process's PyTensor compile directory, with its Numba
+    cache, is its slot, named after its pytest-xdist worker, and no other process can take
+    the slot while this one lives (Numba writes its cache index without a lock)."""
+    import os
+    import subprocess
+    import sys
+
+    import pytensor
+    from pytensor.link.numba import cache
+
+    from tests import conftest
+
+    pytest.importorskip("fcntl")
+    slot = os.environ["PYMC_ANNEAL_TEST_SLOT"]
+    assert slot.startswith(f"worker-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")
+    assert pytensor.config.base_compiledir == conftest.COMPILEDIR
+    assert conftest.COMPILEDIR.name == slot
+    assert cache.NUMBA_CACHE_PATH == conftest.COMPILEDIR / "numba"
+    take = "import fcntl, sys; fcntl.flock(open(sys.argv[1], 'w'), fcntl.LOCK_EX | fcntl.LOCK_NB)"
+    lock = conftest.COMPILEDIR.parent / f"{slot}.lock"
+    out = subprocess.run([sys.executable, "-c", take, str(lock)], capture_output=True,
+                         text=True, check=False, timeout=60)
+    assert out.returncode != 0 and "BlockingIOError" in out.stderr

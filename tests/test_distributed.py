@@ -2,8 +2,10 @@
 
 The exact check: the pooled result from the cluster equals, value for value, the
 :func:`pymc_anneal.merge` (or, for batches of test points, the join) of the same seeded runs
-made again one by one on one worker (see ``_local``), with the seeds of
-:func:`pymc_anneal.distributed.task_seeds`. The
+made again one by one in this process (``_local``), with the seeds of
+:func:`pymc_anneal.distributed.task_seeds`, as the module promises. The runs are on Numba,
+whose compiled code each process may compile or load from its disk cache: the check is also
+that the bits do not depend on which (``pymc_anneal.backends.NUMBA_FASTMATH``). The
 workers compile their loops (seconds each), so the cluster tests are in the slow suite; the
 refusals without a cluster are fast.
 """
@@ -11,6 +13,8 @@ refusals without a cluster are fast.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 import warnings
 
@@ -21,62 +25,73 @@ import pymc_anneal as pa
 import pymc_anneal.distributed as dist
 from tests.layout_cases import _model, _rbm, _test_points
 
-# JAX, not Numba, on the cluster: in full-suite runs (2026-11-26, stop 30's fresh clone, and
-# stop 37's after the reference runs had moved to a worker) a cluster result differed from
-# the same seeded runs made again, never in a run of this module alone; the suspect is
-# PyTensor's on-disk Numba cache, which every process of the suite and the workers share,
-# and whose entries are found by a key, not by the function ("if the function changed but
-# the key is the same, numba will still use the old cache", pytensor.link.numba.cache).
-# JAX's persistent cache is keyed by the whole compiled program. What these tests check is
-# the distribution, which is the same for every backend.
-BACKEND = "jax"
+# Numba on the cluster, and the references made in this process. The exact checks failed
+# here in full-suite runs (2026-11-26) and the cluster moved to JAX (e1a9608): PyTensor's
+# default numba__fastmath let LLVM reassociate and contract across what one process found
+# in the shared Numba disk cache and another compiled afresh, so the same seeded run gave
+# other last bits in another process. The package now compiles its Numba loops without
+# fast math (issue 39); each process here also has its own cache (Numba writes its index
+# without a lock): this process its test slot's (tests/conftest.py), each worker one below.
+BACKEND = "numba"
 QUIET = {"progressbar": False, "backend": BACKEND}
 SMALL = {"draws": 30, "chains": 2, "num_steps": 20, "backend": BACKEND}
+NUM_WORKERS = 2
+
+
+def _worker_flags(name) -> str:
+    """``PYTENSOR_FLAGS`` for the Dask worker ``name``: this process's, with a compile
+    directory of its own below this process's (stable, so warm in the next run)."""
+    flags = [f for f in os.environ.get("PYTENSOR_FLAGS", "").split(",")
+             if f.strip() and not f.strip().startswith("base_compiledir=")]
+    import pytensor
+
+    own = pytensor.config.base_compiledir / f"dask-{name}"
+    return ",".join([*flags, f"base_compiledir={own}"])
 
 
 @pytest.fixture(scope="module")
 def client():
+    """Two single-threaded worker processes, each with its own PyTensor compile directory
+    (``LocalCluster`` gives every worker the same environment, so the workers are spelled
+    out)."""
     distributed = pytest.importorskip("distributed")
+    workers = {name: {"cls": distributed.Nanny,
+                      "options": {"host": "127.0.0.1", "nthreads": 1,
+                                  "env": {"PYTENSOR_FLAGS": _worker_flags(name)}}}
+               for name in range(NUM_WORKERS)}
+    scheduler = {"cls": distributed.Scheduler,
+                 "options": {"host": "127.0.0.1", "dashboard_address": ":0"}}
     with warnings.catch_warnings():
         # a port taken by another cluster on this machine (pytest-xdist): Dask picks another
         warnings.filterwarnings("ignore", message=r"Port \d+ is already in use",
                                 category=UserWarning)
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=":0")
+        cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler,
+                                          silence_logs=logging.WARN)
         client = distributed.Client(cluster, set_as_default=False)
-    _ONE_PROCESS["client"] = client
+    client.wait_for_workers(NUM_WORKERS)
     yield client
     client.close()
     cluster.close()
 
 
-_ONE_PROCESS: dict = {}
+@pytest.mark.slow  # a cluster of processes
+def test_each_worker_compiles_in_its_own_directory(client):
+    """Numba's cache index is written without a lock: no two processes share one."""
+    import pytensor
+
+    dirs = client.run(lambda: str(pytensor.config.base_compiledir))
+    here = str(pytensor.config.base_compiledir)
+    assert len(set(dirs.values())) == NUM_WORKERS and here not in dirs.values()
+    assert all(d.startswith(here) for d in dirs.values())
 
 
-def _runs(payload: bytes):
-    import pickle
-
-    function, model, seeds, args, kwargs = pickle.loads(payload)  # aligned arrays (Dask's
-    # own serialization of numpy arguments can hand out unaligned ones, which PyTensor's C
-    # code refuses; pymc_anneal.distributed sends its models as pickled bytes too)
+def _local(function, model, seeds, *args, **kwargs):
+    """The runs of a distributed call made one by one in this process, as a user would make
+    them (their merge or join is the test's)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pa.AnnealingWarning)  # tiny runs
         return [function(model, *args, random_seed=s, progressbar=False, **kwargs)
                 for s in seeds]
-
-
-def _local(function, model, seeds, *args, **kwargs):
-    """The runs of a distributed call made one by one in one process, as a user would make
-    them, then merged here. The process is one of the cluster's workers, not this one: in
-    the full suite (pytest-xdist, 2026-11-26) the same runs made in the suite's own process
-    differed from the workers' after the hundreds of tests that process had run before,
-    while they were identical in a fresh process (the state behind it is not found yet)."""
-    client = _ONE_PROCESS["client"]
-    worker = min(client.scheduler_info()["workers"])
-    import cloudpickle
-
-    payload = cloudpickle.dumps((function, model, seeds, args, kwargs))
-    return client.submit(_runs, payload, pure=False, workers=[worker]).result()
 
 
 def _assert_same(tree, other):
