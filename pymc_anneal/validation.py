@@ -38,6 +38,7 @@ __all__ = [
     "check_schedule",
     "check_tuning",
     "is_integer",
+    "missing_gradient",
 ]
 
 
@@ -342,6 +343,44 @@ def check_backend(backend) -> str:
                 f"install it with `pip install pymc-anneal[{module}]` or choose another backend."
             ) from err
     return backend
+
+
+def missing_gradient(path) -> str | None:
+    """Why ``path``'s log density has no gradient with respect to the position, or None
+    where it has one.
+
+    The path's log densities are built at a symbolic batch of positions and PyTensor is
+    asked for their gradients, as a gradient kernel's graph asks (nothing is compiled):
+    an op without a gradient on the way from the position to the density (an ODE solver
+    or a NumPy function wrapped with ``pytensor.compile.ops.as_op``) makes PyTensor raise
+    ``NotImplementedError`` ("pullback not implemented for ...") or, for a gradient it
+    declares undefined or not implemented, ``NullTypeGradError``. PyTensor is imported
+    here, not with this module.
+
+    Parameters
+    ----------
+    path : Path
+        A path with the ``"evaluate"`` capability (others have no gradient to ask for:
+        None).
+
+    Returns
+    -------
+    str or None
+        PyTensor's words (``"NotImplementedError: pullback not implemented for
+        ODESolveOp"``), for a message.
+    """
+    if "evaluate" not in getattr(path, "capabilities", ()):
+        return None
+    import pytensor.tensor as pt
+    from pytensor.gradient import NullTypeGradError
+
+    try:
+        path.evaluate(pt.matrix("position", dtype=path.dtype), gradients=True)
+    except (NotImplementedError, NullTypeGradError) as error:
+        text = " ".join(str(error).split())
+        text = text if len(text) <= 300 else text[:297] + "..."
+        return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return None
 
 
 def check_random_seed(random_seed) -> tuple[np.random.Generator, str | None]:

@@ -13,11 +13,24 @@ as sequences, in the order the kernel declares them; the builder reads no kernel
 parameter or state by name. Per-step statistics (acceptance, divergences, running log Z,
 weight ESS and the variance of the log-density slope, per chain) are reduced inside the
 loop, so no (steps x particles) array is ever stored.
+
+**What a backend cannot compile** is refused with the reason, as early as it is known
+(:func:`build_loop`, :meth:`CompiledLoop.precompile`): a gradient kernel on a log density
+without a gradient (:class:`NoGradientError`, found while the step's graph is built, before
+any compile), and a graph that JAX cannot trace with static shapes
+(:class:`BackendUnsupportedError`): a ``pytensor.scan`` in the log density, which the loop
+vectorizes over the particles (seen in the graph, before JAX compiles anything), an op
+without a JAX implementation (found by PyTensor's JAX conversion), or a shape computed inside
+the graph (found when JAX traces the loop, which :meth:`CompiledLoop.precompile` does before
+the run). :func:`pymc_anneal.driver.cache.choose_loop` chooses another kernel or backend on
+them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor.tensor as pt
@@ -30,9 +43,127 @@ from pymc_anneal.backends import (
     static_loop_length,
     without_creation_traces,
 )
+from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels.base import Kernel
+from pymc_anneal.validation import missing_gradient
 
-__all__ = ["CompiledLoop", "build_loop", "pad_steps"]
+__all__ = ["BackendUnsupportedError", "CompiledLoop", "NoGradientError", "backend_message",
+           "build_loop", "jax_failure", "jax_obstacle", "pad_steps"]
+
+
+class BackendUnsupportedError(AnnealingError):
+    """A backend cannot compile a path's annealing loop; ``cause`` says why (for JAX: a
+    ``pytensor.scan`` vectorized over the particles, an op without a JAX implementation, a
+    shape computed inside the graph) and ``backend`` which one it is."""
+
+    def __init__(self, message: str, *, backend: str, cause: str):
+        super().__init__(message)
+        self.backend, self.cause = backend, cause
+
+
+class NoGradientError(AnnealingError):
+    """A kernel that needs gradients on a log density without one; ``cause`` is PyTensor's
+    reason (e.g. "pullback not implemented for ODESolveOp")."""
+
+    def __init__(self, message: str, *, cause: str):
+        super().__init__(message)
+        self.cause = cause
+
+
+SCAN_CAUSE = ("the log density contains a Scan (a pytensor.scan loop), vectorized over the "
+              "particles, and JAX needs a scan's number of steps as a constant there")
+"""Why a ``Blockwise`` of a ``Scan`` fails on JAX: PyTensor's JAX ``Blockwise`` runs its core
+op under ``jnp.vectorize``, where every input, the scan's number of steps included, is a
+tracer, and its JAX ``Scan`` slices its sequences with that number (``IndexError: Array slice
+indices must have static start/stop/step``)."""
+
+
+def jax_obstacle(outputs) -> str | None:
+    """What certainly stops JAX from tracing the graph of ``outputs`` (inner graphs
+    included), or None: so far a ``Scan`` vectorized over a batch (:data:`SCAN_CAUSE`). A
+    walk over the graph's nodes (milliseconds); a graph it passes can still fail in JAX's
+    conversion or trace (:func:`jax_failure` reads those failures)."""
+    from pytensor.graph.traversal import applys_between, graph_inputs
+    from pytensor.scan.op import Scan
+    from pytensor.tensor.blockwise import Blockwise
+
+    pending, seen = [list(outputs)], set()
+    while pending:
+        graph = pending.pop()
+        for node in applys_between(list(graph_inputs(graph)), graph):
+            op = node.op
+            core = op.core_op if isinstance(op, Blockwise) else op
+            if isinstance(op, Blockwise) and isinstance(core, Scan):
+                return SCAN_CAUSE
+            inner = getattr(core, "fgraph", None)  # Scan, OpFromGraph: look inside once
+            if inner is not None and id(inner) not in seen:
+                seen.add(id(inner))
+                pending.append(list(inner.outputs))
+    return None
+
+
+_JAX_LINK = re.compile(r"[/\\]pytensor[/\\]link[/\\]jax[/\\]")
+_NO_CONVERSION = re.compile(r"No JAX conversion for the given `Op`: (.+)")
+_DYNAMIC = ("concrete", "static", "Tracer")
+
+
+def _jax_ops(error: BaseException) -> list[str]:
+    """The ops whose PyTensor JAX implementations ``error``'s traceback went through,
+    outermost first (``jax_funcify_Alloc.<locals>.alloc`` -> ``"Alloc"``)."""
+    names, tb = [], error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if _JAX_LINK.search(code.co_filename):
+            match = re.match(r"jax_funcify_(\w+)", getattr(code, "co_qualname", code.co_name))
+            if match and match.group(1) != "FunctionGraph":
+                names.append(match.group(1))
+        tb = tb.tb_next
+    return names
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".strip(": ")
+
+
+def backend_message(backend: str, cause: str, detail: str | None = None, *,
+                    argument: str = "backend", what: str = "this annealing loop") -> str:
+    """The message of a :class:`BackendUnsupportedError`: the cause, PyTensor's or JAX's own
+    words, and the fix (``argument``: the name of the caller's backend argument; ``what``:
+    the compiled function)."""
+    detail = f" ({detail})" if detail else ""
+    return (f'{argument}="{backend}" cannot compile {what}: {cause}{detail}. Run it with '
+            f'{argument}="numba" (or {argument}="c"); {argument}="auto" does so by itself.')
+
+
+def jax_failure(error: BaseException, *, tracing: bool = False, argument: str = "backend",
+                what: str = "this annealing loop") -> BackendUnsupportedError | None:
+    """``error``, raised while PyTensor converted a graph to JAX or JAX traced it, as the
+    :class:`BackendUnsupportedError` that names the op JAX could not handle; None where
+    ``error`` did not come from the graph's JAX implementation (a JAX run-time error, say),
+    unless ``tracing`` (the error came from tracing the loop, which fails only on the
+    graph: then the cause is named as well as it can be). ``argument`` and ``what`` as for
+    :func:`backend_message`."""
+    if isinstance(error, AnnealingError | MemoryError):
+        return None
+    detail, ops = _first_line(error), _jax_ops(error)
+    converting = _NO_CONVERSION.search(str(error))
+    if converting:
+        cause = f"the op {converting.group(1).strip()} has no JAX implementation"
+    elif ops and ops[-1] == "Scan":
+        cause = SCAN_CAUSE
+    elif ops and any(word in str(error) for word in _DYNAMIC):
+        cause = (f"the op {ops[-1]} needs a shape, an index or a number of steps that is "
+                 "computed inside the graph, and JAX traces the loop with static shapes")
+    elif ops:
+        cause = f"JAX failed to convert or trace the op {ops[-1]}"
+    elif tracing:
+        cause = "JAX failed to trace the loop"
+    else:
+        return None
+    return BackendUnsupportedError(
+        backend_message("jax", cause, detail, argument=argument, what=what), backend="jax",
+        cause=cause)
 
 STAT_NAMES = ("acceptance_rate", "divergences", "log_z", "ess", "log_ratio_var")
 """Per-step statistics of a chunk, each of shape (steps, chains)."""
@@ -76,15 +207,16 @@ def _chain_statistics(per_chain, slope, info):
     return accept, diverge.astype("int64"), log_z, ess, ratio_var, *extra
 
 
-def _build_chunk(path, kernel: Kernel, backend: str, chunk_length: int | None) -> CompiledFunction:
-    """Compile ``(rng, beta, delta_beta, *kernel params, *state, log_weight, *path params) ->
-    (rng, *state, log_weight, *statistics)``, with ``log_weight`` of shape (chains, draws).
+def _chunk_graph(path, kernel: Kernel, chunk_length: int | None) -> tuple:
+    """One step of the loop as a graph: the arguments of
+    :func:`pymc_anneal.backends.compile_loop` that loops ``(rng, beta, delta_beta, *kernel
+    params, *state, log_weight, *path params) -> (rng, *state, log_weight, *statistics)``,
+    with ``log_weight`` of shape (chains, draws).
 
-    One step of the loop is built here as a graph, and the backend loops it
-    (:func:`pymc_anneal.backends.compile_loop`). The number of particles and chains is
-    symbolic, and so is the number of steps unless ``chunk_length`` fixes it (the backend
-    needs static shapes: then the path parameters' shapes are static too): one compiled
-    function serves every batch size (and, for a path shared by structure, every model size).
+    The number of particles and chains is symbolic, and so is the number of steps unless
+    ``chunk_length`` fixes it (the backend needs static shapes: then the path parameters'
+    shapes are static too): one compiled function serves every batch size (and, for a path
+    shared by structure, every model size).
     """
     shared = path.compile_key()[0] is None
     d = None if shared else path.num_dims
@@ -107,9 +239,8 @@ def _build_chunk(path, kernel: Kernel, backend: str, chunk_length: int | None) -
     slope = pt.switch(moving, increment / pt.switch(moving, delta, 1.0), 0.0)
     rng_out, new_state, info = kernel.step(rng, state, beta, params, path_params)
     stats = _chain_statistics(new_log_w, slope, info)
-    return compile_loop(rng, [beta, delta, *param_in], [*state_in, log_w],
-                        list(path_in.values()), [rng_out, *new_state, new_log_w, *stats],
-                        backend, chunk_length)
+    return (rng, [beta, delta, *param_in], [*state_in, log_w], list(path_in.values()),
+            [rng_out, *new_state, new_log_w, *stats])
 
 
 def _build_init(path, kernel: Kernel) -> CompiledFunction:
@@ -163,6 +294,9 @@ class CompiledLoop:
     chunk_length: int | None  # static steps per call (JAX), else None (any number)
     stat_names: tuple[str, ...] = STAT_NAMES  # and the kernel's own statistics
     field_per_dimension: tuple[bool, ...] = ()  # each state field: (N, d) or (N,)
+    backend: str | None = None
+    failure: BackendUnsupportedError | None = field(default=None, repr=False)
+    """Set when the backend failed to trace the loop: every later use raises it at once."""
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -178,7 +312,12 @@ class CompiledLoop:
                    path_parameters: list) -> None:
         """Start compiling the loop for a run of ``num_particles`` in ``num_chains`` chains
         (a loop that compiles per shape, JAX's, does it in the background; others need
-        nothing). ``field_dtypes``: the dtype of each state field, in loop order."""
+        nothing). ``field_dtypes``: the dtype of each state field, in loop order.
+
+        JAX traces the loop here, before the compile starts in the background: a graph that
+        it cannot trace raises :class:`BackendUnsupportedError` now, before anything runs."""
+        if self.failure is not None:
+            raise self.failure
         if self.chunk_length is None:
             return
         def like(shape, dtype="float64"):  # only shapes and dtypes count: no allocation
@@ -191,7 +330,14 @@ class CompiledLoop:
         state = [like((num_particles, num_dims) if per_dimension else num_particles, dtype)
                  for per_dimension, dtype in zip(self.field_per_dimension, field_dtypes)]
         log_w = like((num_chains, num_particles // num_chains))
-        self.chunk_fn.precompile(*sequences, *state, log_w, *path_parameters)
+        try:
+            self.chunk_fn.precompile(*sequences, *state, log_w, *path_parameters)
+        except Exception as error:  # noqa: BLE001 - a trace fails only on the graph
+            failure = jax_failure(error, tracing=True) if self.backend == "jax" else None
+            if failure is None:
+                raise
+            self.failure = failure
+            raise failure from error
 
     def run(self, rng, arrays: dict, state: dict, log_w, num_chains: int, path_parameters: list):
         """Run the steps in ``arrays`` (beta, delta_beta and the kernel's parameters).
@@ -200,6 +346,8 @@ class CompiledLoop:
         ``particles / num_chains``. Returns ``(rng, state, log_w, stats)`` with each
         statistic of shape (steps, chains).
         """
+        if self.failure is not None:
+            raise self.failure
         length = arrays["beta"].size
         num_state = len(self.field_names)
         step = self.chunk_length or max(length, 1)
@@ -209,11 +357,18 @@ class CompiledLoop:
             piece = {k: v[start:start + step] for k, v in arrays.items()}
             if self.chunk_length is not None:
                 piece = pad_steps(self.parameters, piece, self.chunk_length)
-            out = self.chunk_fn(
-                rng, piece["beta"], piece["delta_beta"],
-                *(piece[n] for n in self.parameter_names),
-                *(state[f] for f in self.field_names), log_w, *path_parameters,
-            )
+            try:
+                out = self.chunk_fn(
+                    rng, piece["beta"], piece["delta_beta"],
+                    *(piece[n] for n in self.parameter_names),
+                    *(state[f] for f in self.field_names), log_w, *path_parameters,
+                )
+            except Exception as error:  # a shape not precompiled is traced at its first call
+                failure = jax_failure(error) if self.backend == "jax" else None
+                if failure is None:
+                    raise
+                self.failure = failure
+                raise failure from error
             rng, log_w = out[0], out[1 + num_state]
             state = dict(zip(self.field_names, out[1:1 + num_state]))
             taken = min(step, length - start)
@@ -226,10 +381,58 @@ class CompiledLoop:
 
 @without_creation_traces
 def build_loop(path, kernel: Kernel, backend: str) -> CompiledLoop:
-    """Compile the annealing loop of ``kernel`` on ``path`` (see :func:`_build_chunk`)."""
+    """Compile the annealing loop of ``kernel`` on ``path`` (see :func:`_chunk_graph`).
+
+    Raises
+    ------
+    NoGradientError
+        The kernel differentiates the log density, which has no gradient (found while the
+        graphs are built, before anything is compiled).
+    BackendUnsupportedError
+        On JAX: a graph that JAX certainly cannot trace (:func:`jax_obstacle`, before any
+        compile), or one that PyTensor cannot convert to JAX (:func:`jax_failure`). The
+        warnings of a conversion that fails are dropped with it (PyTensor's "Jax
+        implementation will likely fail"); those of one that works are raised again.
+    """
     chunk_length = static_loop_length(backend)
-    return CompiledLoop(kernel.parameters, tuple(f.name for f in kernel.state),
-                        _build_init(path, kernel),
-                        _build_chunk(path, kernel, backend, chunk_length),
-                        chunk_length, STAT_NAMES + tuple(kernel.statistics),
-                        tuple(f.per_dimension for f in kernel.state))
+    try:
+        init_fn = _build_init(path, kernel)
+        graph = _chunk_graph(path, kernel, chunk_length)
+    except (NotImplementedError, TypeError) as error:  # NullTypeGradError is a TypeError
+        cause = missing_gradient(path)
+        if cause is None:
+            raise
+        raise NoGradientError(_no_gradient_message(path, kernel, cause),
+                              cause=cause) from error
+    if backend != "jax":
+        chunk_fn = compile_loop(*graph, backend, chunk_length)
+    else:
+        obstacle = jax_obstacle(graph[-1])
+        if obstacle is not None:
+            raise BackendUnsupportedError(backend_message("jax", obstacle), backend="jax",
+                                          cause=obstacle)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                chunk_fn = compile_loop(*graph, backend, chunk_length)
+            except Exception as error:  # noqa: BLE001 - read by jax_failure, else raised
+                failure = jax_failure(error)
+                if failure is None:
+                    raise
+                raise failure from error
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return CompiledLoop(kernel.parameters, tuple(f.name for f in kernel.state), init_fn,
+                        chunk_fn, chunk_length, STAT_NAMES + tuple(kernel.statistics),
+                        tuple(f.per_dimension for f in kernel.state), backend)
+
+
+def _no_gradient_message(path, kernel: Kernel, cause: str) -> str:
+    fix = ('Use kernel="metropolis" (random-walk Metropolis needs no gradient; '
+           'kernel="auto" chooses it by itself)')
+    if path.discrete_dims:  # only an HMC kernel moves annealed discrete coordinates
+        fix = ('The annealed discrete variables need an HMC kernel: sum them out '
+               '(discrete="sum") and use kernel="metropolis"')
+    return (f"the {kernel.name!r} kernel needs the gradient of the log density with respect "
+            f"to the position, and this one has none: {cause}. {fix}, or give the op a "
+            "gradient (its pullback).")

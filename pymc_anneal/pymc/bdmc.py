@@ -69,6 +69,7 @@ from pytensor.graph.replace import graph_replace
 
 from pymc_anneal.backends import interruptible
 from pymc_anneal.driver import run_annealing, run_options_from
+from pymc_anneal.driver.cache import choose_loop
 from pymc_anneal.estimators import estimate_log_z
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.io import bdmc_tree, result_attrs
@@ -192,7 +193,7 @@ def bdmc(
     draws: int = 250,
     chains: int = 4,
     schedule: str = "power",
-    kernel="hais",
+    kernel="auto",
     random_seed=None,
     progressbar: bool = True,
     backend: str = "auto",
@@ -236,7 +237,10 @@ def bdmc(
     schedule : str, default "power"
         A named schedule (:data:`pymc_anneal.schedules.SCHEDULES`).
     kernel, random_seed, progressbar, backend, num_leapfrog_steps, step_size, mass_matrix
-        As in :func:`pymc_anneal.sample_ais`.
+        As in :func:`pymc_anneal.sample_ais` (``kernel="auto"`` and ``backend="auto"``
+        choose Metropolis for a log density without a gradient and Numba for a model that
+        JAX cannot trace, recorded in the attributes ``kernel_fallback`` and
+        ``backend_fallback``).
     num_tuning_bands, num_pilot, target_acceptance, momentum_refresh
         As in :func:`pymc_anneal.sample_ais`.
 
@@ -274,6 +278,9 @@ def bdmc(
     (2, 3)
     """
     model = check_model(model)
+    auto_kernel = isinstance(kernel, str) and kernel.lower() == "auto"
+    auto_backend = backend is None or (isinstance(backend, str) and backend.lower() == "auto")
+    kernel = "hais" if auto_kernel else kernel
     steps = check_counts("num_steps", num_steps, 1)
     num_mixing_steps = check_count("num_mixing_steps", num_mixing_steps, 0)
     draws = check_count("draws", draws, 2)
@@ -291,6 +298,8 @@ def bdmc(
     simulator = _simulator(model)
     truth, positions, data = simulator.simulate(num_datasets, sim_rng)
     path = model_path(simulator.model).path
+    options, fallbacks = choose_loop(path, options, draws=draws, chains=chains,
+                                     auto_kernel=auto_kernel, auto_backend=auto_backend)
     run = {"options": options, "draws": draws, "chains": chains}
     rows = []  # per K: (lower, lower_se, upper, upper_se), each over datasets
     for k in steps:
@@ -306,7 +315,7 @@ def bdmc(
             row.append(bounds)
         rows.append(np.array(row).T)
     lower_d, lower_se_d, upper_d, upper_se_d = (np.array(c) for c in zip(*rows))  # (K, D)
-    attrs = result_attrs("bdmc", kernel=kernel_name, backend=options.backend,
+    attrs = result_attrs("bdmc", fallbacks, kernel=kernel_name, backend=options.backend,
                          schedule=schedule, draws=draws, chains=chains,
                          num_datasets=num_datasets, num_mixing_steps=num_mixing_steps,
                          random_seed=seed_attr, model=model.name or None)

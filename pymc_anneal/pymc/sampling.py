@@ -23,6 +23,7 @@ from pymc_anneal.driver import (
     run_annealing,
     run_options_from,
 )
+from pymc_anneal.driver.cache import choose_loop
 from pymc_anneal.driver.checkpoint import open_checkpoint
 from pymc_anneal.driver.memory import (
     MEMORY_LIMIT_VARIABLE,
@@ -73,7 +74,7 @@ def sample_ais(
     num_steps: int | str | None = None,
     schedule="power",
     base: str = "auto",
-    kernel="hais",
+    kernel="auto",
     random_seed=None,
     progressbar: bool = True,
     backend: str = "auto",
@@ -167,10 +168,15 @@ def sample_ais(
         than the prior's (a poor fit): then the prior runs. The result's ``base``
         attribute says which base ran, ``prior_num_steps`` the prior pilot's K and
         ``gaussian_num_steps`` the mixture's.
-    kernel : {"hais", "hmc", "mala", "metropolis"} or callable, default "hais"
+    kernel : {"auto", "hais", "hmc", "mala", "metropolis"} or callable, default "auto"
         HMC with persistent momentum (Sohl-Dickstein & Culpepper 2012), HMC with a fresh
         momentum each step, Metropolis-adjusted Langevin, random-walk Metropolis, or a
         kernel builder ``path -> Kernel`` of your own (see :mod:`pymc_anneal.kernels`).
+        ``"auto"`` is ``"hais"``, or ``"metropolis"`` where the log density has no gradient
+        (an op without one, such as an ODE solver or a NumPy function wrapped with
+        ``pytensor.compile.ops.as_op``): then the result's ``kernel_fallback`` attribute
+        says so, with PyTensor's reason. A gradient kernel asked for by name on such a
+        model is refused before anything is compiled.
     random_seed : int, Generator or None
         Seed; the same seed gives the same result on a given backend.
     progressbar : bool, default True
@@ -178,7 +184,11 @@ def sample_ais(
         The compiler of the annealing loop; ``"auto"`` is JAX when it is installed (it
         compiles a new model's loop in about a second), else Numba (whose first compile of
         a model takes 15-60 s, then runs from its disk cache); see
-        :mod:`pymc_anneal.backends`.
+        :mod:`pymc_anneal.backends`. A model that JAX cannot trace with static shapes (a
+        ``pytensor.scan`` in the likelihood, a shape computed inside the graph, an op
+        without a JAX implementation) runs on Numba under ``"auto"``, found before anything
+        runs: the result's ``backend`` attribute names the backend that ran and
+        ``backend_fallback`` why; with ``backend="jax"`` it is refused with the cause.
     model : pm.Model, optional
         Defaults to the model on the context stack.
     num_leapfrog_steps : int, optional
@@ -255,6 +265,9 @@ def sample_ais(
     """
     arguments = dict(locals())
     model = check_model(model)
+    auto_kernel = isinstance(kernel, str) and kernel.lower() == "auto"
+    auto_backend = backend is None or (isinstance(backend, str) and backend.lower() == "auto")
+    kernel = "hais" if auto_kernel else kernel
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
     base = check_choice("base", base, BASES)
@@ -280,6 +293,11 @@ def sample_ais(
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     main_options = options.replace(tuning=dataclasses.replace(
         options.tuning, auto_variance=auto_variance(dlogz, draws * chains))) if auto else options
+    # a kernel or backend that cannot build this model's loop is replaced (if "auto") or
+    # refused here, before any run
+    main_options, fallbacks = choose_loop(mp.path, main_options, draws=draws, chains=chains,
+                                          auto_kernel=auto_kernel, auto_backend=auto_backend)
+    options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
     path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
     base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
                                        chains, rng)
@@ -302,7 +320,8 @@ def sample_ais(
     tree = _to_datatree(model, result, variables, rng, {
         "schedule": schedule if isinstance(schedule, str) else "custom", "base": base,
         "model_fingerprint": fingerprint(model_content(model)),
-        **fit_info, **choice, "random_seed": seed_attr, "model": model.name or None,
+        **fit_info, **choice, **fallbacks, "random_seed": seed_attr,
+        "model": model.name or None,
         "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None,
         "discrete_notes": list(mp.discrete_notes) or None})
     return add_arviz_groups(tree, model, log_likelihood=log_likelihood)

@@ -53,6 +53,7 @@ Del Moral, P., Doucet, A. & Jasra, A. (2006). Sequential Monte Carlo samplers.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -66,15 +67,24 @@ from pytensor.graph.basic import Variable
 from pytensor.tensor.random.type import random_generator_type
 
 from pymc_anneal.backends import CompiledFunction, compile_function
+from pymc_anneal.driver.cache import fallback_backend
+from pymc_anneal.driver.scan import (
+    BackendUnsupportedError,
+    backend_message,
+    jax_failure,
+    jax_obstacle,
+)
 from pymc_anneal.driver.tuning import step_arrays
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels import StepParameter, build_hmc_kernel
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.kernels.hmc import REFRESH
 from pymc_anneal.pymc.adapter import model_path
-from pymc_anneal.validation import check_backend, check_count
+from pymc_anneal.validation import check_backend, check_count, missing_gradient
 
 __all__ = ["HMCKernel"]
+
+_LOG = logging.getLogger(__name__)
 
 _MIN_STEP_SIZE = 1e-8
 _MAX_STEP_SIZE = 1e3
@@ -149,6 +159,23 @@ def _build_mutation_graph(
     return inputs, outs, path.num_dims, kernel.parameters
 
 
+def _mutation_graph(model: pm.Model, num_leapfrog_steps: int, n_steps: int, draws: int):
+    """:func:`_build_mutation_graph`, with a log density without a gradient refused by name
+    (HMC needs one; PyTensor's own error would come from deep inside the kernel's graph)."""
+    try:
+        return _build_mutation_graph(model, num_leapfrog_steps, n_steps, draws)
+    except (NotImplementedError, TypeError) as error:  # NullTypeGradError is a TypeError
+        cause = missing_gradient(model_path(model, "anneal").path)
+        if cause is None:
+            raise
+        raise AnnealingError(
+            f"HMCKernel needs the gradient of the model's log density, and it has none: "
+            f"{cause}. Use one of PyMC's own SMC kernels, which need none "
+            "(pm.sample_smc's default, pm.smc.kernels.IMH, or pm.smc.kernels.MH), or "
+            "pymc_anneal.sample_ais (its default kernel then is random-walk Metropolis), or "
+            "give the op a gradient (its pullback).") from error
+
+
 def _stage_parameters(parameters, num_dims: int, tuned: dict[str, Any],
                      fixed: dict[str, float]) -> dict[str, np.ndarray]:
     """One SMC stage's value of each kernel parameter, from the kernel's declarations.
@@ -198,7 +225,10 @@ class HMCKernel(SMC_KERNEL):
         PyTensor backend that compiles the mutation ``scan`` (Numba, as PyMC's own SMC).
         JAX only with ``cores=1``: ``pm.sample_smc`` runs chains in forked processes when
         ``cores > 1``, and JAX, which is not fork-safe, can hang there (the kernel raises
-        instead).
+        instead). A model that JAX cannot trace (a ``pytensor.scan`` in the likelihood, a
+        shape computed inside the graph, an op without a JAX implementation) runs on Numba
+        under ``"auto"`` (the setting ``backend_fallback`` says why) and is refused under
+        ``"jax"``.
 
     Notes
     -----
@@ -263,6 +293,8 @@ class HMCKernel(SMC_KERNEL):
                 "or pass None for the default 1 - 0.5**step_size."
             )
         self.mutation_backend = check_backend(mutation_backend)
+        self._auto_backend = mutation_backend is None or str(mutation_backend).lower() == "auto"
+        self.backend_fallback: str | None = None
         self._creator_pid = os.getpid()
         self.initial_step_size = None if step_size is None else float(step_size)
         self.target_accept = float(target_accept)
@@ -279,8 +311,14 @@ class HMCKernel(SMC_KERNEL):
         # The symbolic graph is built here (so model errors surface immediately) and
         # pickled to worker processes; it is compiled lazily in ``setup_kernel``.
         self._graph_inputs, self._graph_outputs, self.num_dims, self._parameters = (
-            _build_mutation_graph(modelcontext(model), self.num_leapfrog_steps, self.n_steps,
-                                  self.draws))
+            _mutation_graph(modelcontext(model), self.num_leapfrog_steps, self.n_steps,
+                            self.draws))
+        obstacle = jax_obstacle(self._graph_outputs) if self.mutation_backend == "jax" else None
+        if obstacle is not None:  # certain from the graph: before anything is compiled
+            self._fall_back(BackendUnsupportedError(
+                backend_message("jax", obstacle, argument="mutation_backend",
+                                what="the SMC mutation"), backend="jax",
+                cause=obstacle))
         self._stage_values: dict[str, np.ndarray] = {}
         self._mutate_fn: CompiledFunction | None = None
         self._fn_rng: Any = None
@@ -308,12 +346,45 @@ class HMCKernel(SMC_KERNEL):
             var = np.where(good, var, fallback)
         return np.maximum(var, 1e-12 * var.max())
 
+    def _fall_back(self, failure: BackendUnsupportedError, error: Exception | None = None):
+        """JAX cannot compile the mutation: Numba (else C) under ``mutation_backend="auto"``
+        (logged at INFO, recorded in ``backend_fallback``), else ``failure`` is raised."""
+        if not self._auto_backend:
+            raise failure from error
+        fallback = fallback_backend()
+        self.backend_fallback = f"{self.mutation_backend} -> {fallback}: {failure.cause}"
+        _LOG.info("JAX cannot compile the SMC mutation (%s): using mutation_backend %r",
+                  failure.cause, fallback)
+        self.mutation_backend, self._mutate_fn = fallback, None
+
     def _compile(self) -> CompiledFunction:
         if self._mutate_fn is None:
-            self._mutate_fn = compile_function(
-                self._graph_inputs, self._graph_outputs, self.mutation_backend
-            )
+            try:
+                self._mutate_fn = compile_function(
+                    self._graph_inputs, self._graph_outputs, self.mutation_backend
+                )
+            except Exception as error:  # noqa: BLE001 - read by _jax_failure, else raised
+                self._fall_back(self._jax_failure(error), error)
+                return self._compile()
         return self._mutate_fn
+
+    def _call(self, *args):
+        """The compiled mutation on ``args``; JAX traces it at its first call, where a graph
+        that it cannot trace fails (then as :meth:`_fall_back` says)."""
+        try:
+            return self._compile()(*args)
+        except Exception as error:  # noqa: BLE001 - read by _jax_failure, else raised
+            self._fall_back(self._jax_failure(error), error)
+            return self._compile()(*args)
+
+    def _jax_failure(self, error: Exception) -> BackendUnsupportedError:
+        """``error`` as the failure of JAX to compile the mutation; ``error`` itself is
+        raised where it is no such failure."""
+        failure = (jax_failure(error, argument="mutation_backend", what="the SMC mutation")
+                   if self.mutation_backend == "jax" else None)
+        if failure is None:
+            raise error
+        return failure
 
     # ------------------------------------------------------------------ SMC_KERNEL API
 
@@ -366,10 +437,9 @@ class HMCKernel(SMC_KERNEL):
 
     def mutate(self) -> None:
         """Run ``n_steps`` HMC transitions at the current beta on all particles."""
-        fn = self._compile()
         if self._fn_rng is None:
             self._fn_rng = np.random.default_rng(self.rng.integers(2**63))
-        out = fn(
+        out = self._call(
             self._fn_rng,
             np.ascontiguousarray(self.tempered_posterior, dtype=np.float64),
             np.ascontiguousarray(self.momentum, dtype=np.float64),
@@ -411,4 +481,5 @@ class HMCKernel(SMC_KERNEL):
                 else self.initial_step_size
             ),
             "mutation_backend": self.mutation_backend,
+            **({"backend_fallback": self.backend_fallback} if self.backend_fallback else {}),
         }
