@@ -70,8 +70,6 @@ def test_too_many_temperatures_are_refused_before_anything_is_built(sixteen_gib,
         pa.ais(_energy(), **{**KW, "num_steps": HUGE})
 
 
-@pytest.mark.xfail(strict=True, reason="sample_ais must call memory.check_num_steps_budget "
-                   "right after check_num_steps (pymc_anneal/pymc/sampling.py)")
 def test_sample_ais_checks_its_temperatures_before_anything_is_built(sixteen_gib,
                                                                       monkeypatch):
     monkeypatch.setattr("pymc_anneal.pymc.sampling.make_schedule", _never("the schedule"))

@@ -29,6 +29,7 @@ from pymc_anneal.driver.memory import (
     MEMORY_LIMIT_VARIABLE,
     SPLIT_FRACTION,
     available_memory,
+    check_num_steps_budget,
     estimate_memory,
     format_bytes,
 )
@@ -39,8 +40,14 @@ from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
-from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_content, model_path
+from pymc_anneal.pymc.adapter import (
+    DISCRETE_ROUTES,
+    model_content,
+    model_path,
+    ordered_prior_mass,
+)
 from pymc_anneal.pymc.arviz_groups import add_arviz_groups
+from pymc_anneal.pymc.laplace import laplace_base_path
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_chain_weights,
@@ -272,6 +279,7 @@ def sample_ais(
     chains = check_count("chains", chains, 1)
     base = check_choice("base", base, BASES)
     num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
+    check_num_steps_budget(num_steps, draws=draws, chains=chains)  # before the schedule
     auto = num_steps == "auto"
     betas = make_schedule(schedule, AUTO_PILOT_STEPS if auto else num_steps)
     fit_steps = check_count("fit_steps", fit_steps, 1)
@@ -293,14 +301,20 @@ def sample_ais(
     # the fit (base="gaussian") keeps its own schedule; only the estimate is sized
     main_options = options.replace(tuning=dataclasses.replace(
         options.tuning, auto_variance=auto_variance(dlogz, draws * chains))) if auto else options
+    path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
+    laplace = _laplace_route(model, mp, base, rng)
+    if laplace is not None:  # the prior cannot be drawn: a base found by optimization
+        path, fit_info = laplace
     # a kernel or backend that cannot build this model's loop is replaced (if "auto") or
     # refused here, before any run
-    main_options, fallbacks = choose_loop(mp.path, main_options, draws=draws, chains=chains,
+    main_options, fallbacks = choose_loop(path, main_options, draws=draws, chains=chains,
                                           auto_kernel=auto_kernel, auto_backend=auto_backend)
     options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
-    path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
-    base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
-                                       chains, rng)
+    if laplace is not None:
+        base, pilot, choice = "laplace", None, {}
+    else:
+        base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
+                                           chains, rng)
     timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
         t0 = time.perf_counter()
@@ -325,6 +339,38 @@ def sample_ais(
         "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None,
         "discrete_notes": list(mp.discrete_notes) or None})
     return add_arviz_groups(tree, model, log_likelihood=log_likelihood)
+
+
+def _laplace_route(model, mp, base: str, rng: np.random.Generator):
+    """``base="auto"`` on a model whose prior cannot be drawn only because of
+    ``transform=ordered``: ``(path, attrs)`` from a Laplace fit's base
+    (:mod:`pymc_anneal.pymc.laplace`), with an ``AnnealingWarning`` that the prior as
+    written is not normalized, and by how much; None where the prior can be drawn (or
+    another base was asked for: its route then raises the prior's named error)."""
+    path = mp.path
+    if base != "auto" or path is None or path.base_scale is not None or path.discrete_dims:
+        return None
+    fit_rng, mass_rng = rng.spawn(2)
+    mass = ordered_prior_mass(model, mp, mass_rng)
+    if mass is None:
+        path.sample_base(mass_rng, 200)  # raises, naming what cannot be drawn
+        return None
+    point = model.initial_point()
+    start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
+    base_path, info = laplace_base_path(path, np.where(np.isfinite(start), start, 0.0),
+                                        fit_rng)
+    names = ", ".join(repr(n) for n in mass["ordered"])
+    warn(
+        f"the prior as written is not normalized: {names} (transform=ordered) has the density "
+        "of its unordered prior restricted to the ordered region, whose prior mass is "
+        f"exp({mass['log_prior_mass']:.3f} +/- {mass['log_prior_mass_se']:.3f}). The log "
+        "evidence reported is that of the model as written (the integral of its density); "
+        f"with the prior normalized it is {-mass['log_prior_mass']:.3f} higher. Compare "
+        "models on the same footing. (The prior cannot be drawn, so the base is a Laplace "
+        "fit found by optimization.)")
+    return base_path, {**info, "log_prior_mass": mass["log_prior_mass"],
+                       "log_prior_mass_se": mass["log_prior_mass_se"],
+                       "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}
 
 
 def _choose_base(path, base: str, auto: bool, options: RunOptions, betas: np.ndarray,

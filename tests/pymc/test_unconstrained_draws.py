@@ -119,7 +119,22 @@ def test_ordered_prior_is_refused_by_the_prior_base_naming_the_variable():
     model, _, _ = ordered_model()
     with pytest.raises(AnnealingError, match=r"'mu' has transform=ordered.*bridge_sampling"):
         pa.sample_ais(model=model, draws=50, chains=2, num_steps=10, random_seed=1,
-                      progressbar=False)
+                      progressbar=False, base="prior")
+
+
+@pytest.mark.slow
+def test_ordered_model_gets_its_evidence_as_written_with_a_warning():
+    """Defect 4: from a Laplace fit's base (no prior draws), the integral of the model's
+    density as written, with a warning that gives the prior's mass over the ordered region
+    (two iid coordinates: one half)."""
+    model, exact, _ = ordered_model()
+    with pytest.warns(pa.AnnealingWarning, match=r"prior as written is not normalized.*'mu'"):
+        idata = pa.sample_ais(model=model, random_seed=1, progressbar=False)
+    est = pa.log_evidence(idata)
+    assert idata.attrs["base"] == "laplace"
+    assert abs(est.log_evidence - exact) < 4 * est.standard_error, (est, exact)
+    mass, mass_se = idata.attrs["log_prior_mass"], idata.attrs["log_prior_mass_se"]
+    assert abs(mass - np.log(0.5)) < 4 * mass_se
 
 
 def test_bridge_sampling_needs_no_prior_draws():
