@@ -342,21 +342,28 @@ def sample_ais(
 
 
 def _laplace_route(model, mp, base: str, rng: np.random.Generator):
-    """``base="auto"`` on a model whose prior cannot be drawn only because of
-    ``transform=ordered``: ``(path, attrs)`` from a Laplace fit's base
-    (:mod:`pymc_anneal.pymc.laplace`), with an ``AnnealingWarning`` that the prior as
-    written is not normalized, and by how much; None where the prior can be drawn (or
-    another base was asked for: its route then raises the prior's named error)."""
+    """``base="auto"`` on a model whose prior cannot be drawn: ``(path, attrs)`` from a
+    Laplace fit's base (:mod:`pymc_anneal.pymc.laplace`). Where that is because of
+    ``transform=ordered``, with an ``AnnealingWarning`` that the prior as written is not
+    normalized, and by how much; where draws overflow (a Normal whose scale has an
+    ``InverseGamma(0.001, 0.001)`` prior), silently: the prior is normalized. None where the
+    prior can be drawn (or another base was asked for: its route then raises the prior's
+    named error)."""
     path = mp.path
     if base != "auto" or path is None or path.base_scale is not None or path.discrete_dims:
         return None
     fit_rng, mass_rng = rng.spawn(2)
     mass = ordered_prior_mass(model, mp, mass_rng)
-    if mass is None:
-        path.sample_base(mass_rng, 200)  # raises, naming what cannot be drawn
-        return None
     point = model.initial_point()
     start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
+    if mass is None:  # draws that overflow where PyMC's transform cannot help: the prior is
+        try:          # normalized, only its draws are not to be had
+            path.sample_base(mass_rng, 200)
+        except AnnealingError as error:
+            reason = str(error).split(": ", 1)[-1].split(". ")[0]
+        base_path, info = laplace_base_path(path, np.where(np.isfinite(start), start, 0.0),
+                                            fit_rng)
+        return base_path, {**info, "base_reason": f"prior cannot be drawn ({reason})"}
     base_path, info = laplace_base_path(path, np.where(np.isfinite(start), start, 0.0),
                                         fit_rng)
     names = ", ".join(repr(n) for n in mass["ordered"])
