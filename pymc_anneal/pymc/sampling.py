@@ -356,16 +356,15 @@ def _laplace_route(model, mp, base: str, rng: np.random.Generator):
     mass = ordered_prior_mass(model, mp, mass_rng)
     point = model.initial_point()
     start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
+    base_path, info = laplace_base_path(path, np.where(np.isfinite(start), start, 0.0),
+                                        fit_rng)
     if mass is None:  # draws that overflow where PyMC's transform cannot help: the prior is
-        try:          # normalized, only its draws are not to be had
+        reason = "its draws overflow"  # normalized, only its draws are not to be had
+        try:
             path.sample_base(mass_rng, 200)
         except AnnealingError as error:
             reason = str(error).split(": ", 1)[-1].split(". ")[0]
-        base_path, info = laplace_base_path(path, np.where(np.isfinite(start), start, 0.0),
-                                            fit_rng)
         return base_path, {**info, "base_reason": f"prior cannot be drawn ({reason})"}
-    base_path, info = laplace_base_path(path, np.where(np.isfinite(start), start, 0.0),
-                                        fit_rng)
     names = ", ".join(repr(n) for n in mass["ordered"])
     warn(
         f"the prior as written is not normalized: {names} (transform=ordered) has the density "
