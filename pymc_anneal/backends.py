@@ -389,10 +389,33 @@ def _wait_at_exit() -> None:
         if any(not done.is_set() for done in _BACKGROUND):
             print("pymc_anneal: waiting for a JAX compile in progress to finish before "
                   "exiting (Ctrl-C again: exit at once)", file=sys.stderr, flush=True)
-        wait_for_background_compiles()
+        if wait_for_background_compiles() > 0 and _ended_by_our_interrupt():
+            _mark_unhandled_interrupt()
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def _ended_by_our_interrupt() -> bool:
+    """Whether the program is ending on an uncaught KeyboardInterrupt that left a run of
+    :func:`interruptible` (printed by Python, so ``sys.last_exc``), outside a REPL."""
+    return (_Interrupts.escaped and not hasattr(sys, "ps1")
+            and isinstance(getattr(sys, "last_exc", None), KeyboardInterrupt))
+
+
+def _mark_unhandled_interrupt() -> None:
+    """Tell CPython again that the program ended on a KeyboardInterrupt, so that it exits
+    by SIGINT (as a shell expects of a process stopped by Ctrl-C) and not with code 1.
+
+    CPython keeps that fact in one flag of the runtime, which it clears whenever any thread
+    executes source text (``exec``/``eval`` of a string: a dataclass or namedtuple being
+    defined), and a compile thread we wait for at exit can do so; executing a string that
+    raises KeyboardInterrupt sets the flag again.
+    """
+    try:
+        exec("raise KeyboardInterrupt", {})
+    except KeyboardInterrupt:
+        pass
 
 
 def _exit_now(signum, frame):
@@ -411,6 +434,7 @@ class _Interrupts:
 
     active = False
     pending = False
+    escaped = False  # a KeyboardInterrupt left the last run
 
 
 def _on_interrupt(signum, frame):
@@ -467,9 +491,13 @@ def interruptible():
     sys.unraisablehook = _lost_interrupts(previous)
     if own_handler:
         signal.signal(signal.SIGINT, _on_interrupt)
+    _Interrupts.escaped = False
     try:
         yield
         raise_if_interrupted()
+    except KeyboardInterrupt:
+        _Interrupts.escaped = True
+        raise
     finally:
         if own_handler:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -198,6 +198,31 @@ def test_the_wait_at_exit_returns_after_every_background_compile():
     assert wait_for_background_compiles() == 0.0
 
 
+def test_a_run_ended_by_ctrl_c_exits_by_sigint_after_the_wait():
+    """CPython clears its "ended on KeyboardInterrupt" flag whenever any thread executes
+    source text (a dataclass defined by the compile thread waited for at exit), and the
+    process then exited with code 1 instead of dying of SIGINT (seen in CI)."""
+    child = textwrap.dedent("""
+        import signal, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from pymc_anneal.backends import compile_in_background, interruptible
+
+        def compile_():
+            time.sleep(0.5)
+            exec("from dataclasses import make_dataclass; make_dataclass('C', ['x'])")
+
+        with interruptible():
+            compile_in_background(compile_)
+            raise KeyboardInterrupt
+    """)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGINT, (done.returncode, done.stderr)
+    assert "pymc_anneal: waiting" in done.stderr, done.stderr  # the case: a wait at exit
+    assert "Traceback" in done.stderr and "KeyboardInterrupt" in done.stderr, done.stderr
+
+
 @pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_ctrl_c_during_a_background_compile_waits_for_it_at_exit():
     """SIGINT as XLA starts compiling (the main thread tracing or waiting for it): the
