@@ -60,7 +60,8 @@ def fit_laplace(path: Path, starts: np.ndarray, rng: np.random.Generator,
     d = path.num_dims
     evaluate = _log_density_function(path)
     start = np.asarray(starts, dtype=np.float64).reshape(-1, d)
-    points = [start[0]] + [start[0] + rng.standard_normal(d) for _ in range(num_starts - 1)]
+    points = list(start[:num_starts]) + [start[0] + rng.standard_normal(d)
+                                          for _ in range(num_starts - len(start))]
     count = 0
 
     def objective(theta):
@@ -109,10 +110,12 @@ def _inverse_negative_hessian(evaluate, mean: np.ndarray) -> np.ndarray:
     return (vectors / values) @ vectors.T
 
 
-def laplace_base_path(path: Path, starts: np.ndarray, rng: np.random.Generator
-                      ) -> tuple[Path, dict]:
+def laplace_base_path(path: Path, starts: np.ndarray, rng: np.random.Generator,
+                      prior_defensive: bool = False) -> tuple[Path, dict]:
     """The path from the Laplace fit's base (see the module docstring), and what to
-    record of the fit."""
+    record of the fit. ``prior_defensive``: the defensive share is the path's own base
+    (the prior, which must then be drawable) rather than the wide Gaussian."""
     mean, cov, info = fit_laplace(path, starts, rng)
-    base = gaussian_base_path(path, mean, WIDTH**2 * cov, defensive_width=DEFENSIVE_WIDTH)
+    base = gaussian_base_path(path, mean, WIDTH**2 * cov,
+                              defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
     return base, info

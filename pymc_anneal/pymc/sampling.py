@@ -47,7 +47,7 @@ from pymc_anneal.pymc.adapter import (
     ordered_prior_mass,
 )
 from pymc_anneal.pymc.arviz_groups import add_arviz_groups
-from pymc_anneal.pymc.laplace import laplace_base_path
+from pymc_anneal.pymc.laplace import NUM_STARTS, laplace_base_path
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_chain_weights,
@@ -59,11 +59,15 @@ from pymc_anneal.validation import (
     check_random_seed,
 )
 
-__all__ = ["AUTO_BASE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
+__all__ = ["AUTO_BASE_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
            "check_run_weights", "nan_log_density", "sample_ais"]
 
-BASES = ("auto", "prior", "gaussian")
+BASES = ("auto", "prior", "gaussian", "laplace")
 """The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
+AUTO_LAPLACE_STEPS = 200
+"""With ``base="auto"`` and ``num_steps="auto"``: the Laplace fit's base is taken without
+a pilot from the prior where its own pilot asks for at most this many temperatures (a
+base that fits asks for 20-25 on posteriordb's models; the prior for 20-20,000)."""
 AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
@@ -108,7 +112,20 @@ def sample_ais(
     through ``num_steps`` temperatures, all in one compiled loop. Call it inside
     ``with pm.Model():`` or pass ``model=``.
 
-    Where the prior's path is long (``base="auto"``, the default: more than
+    With ``base="auto"`` (the default) and ``num_steps="auto"``, a model without annealed
+    discrete variables first gets a **Laplace base** (``base="laplace"``): L-BFGS from the
+    model's initial point and three prior draws finds the posterior's mode, and the base is
+    a Gaussian there with 1.5 times the inverse negative Hessian's scale, mixed with 10 % of
+    the prior (or, where the prior cannot be drawn, of the same Gaussian 4 times wider), so
+    the estimate stays unbiased whatever the fit. Where the optimizer found a single mode and
+    this base's pilot asks for at most :data:`AUTO_LAPLACE_STEPS` temperatures it runs: on
+    real models with wide priors and many data, 20-25 temperatures where the prior needs
+    1,000-20,000. Otherwise (several modes, a fit that failed, a long path from it too;
+    the reason is in the result's ``laplace_reason`` attribute) the choice below is made,
+    and the Laplace base still runs if its pilot asked for fewer temperatures than the
+    prior's.
+
+    Where the prior's path is long (``base="auto"``: more than
     :data:`AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``) the base is instead a
     full-covariance Gaussian
     :math:`q` fitted to the posterior, and the path is geometric,
@@ -164,11 +181,15 @@ def sample_ais(
     schedule : str or array, default "power"
         One of :data:`pymc_anneal.schedules.SCHEDULES` or an array of inverse temperatures
         strictly increasing from 0 to 1.
-    base : {"auto", "prior", "gaussian"}, default "auto"
-        Anneal from the prior (robust) or from a Gaussian fitted to the posterior, mixed
-        with 10% of the prior (fast and accurate for unimodal posteriors, also in high
-        dimensions). ``"auto"`` (with ``num_steps="auto"``; otherwise the prior) runs the
-        prior's pilot first and keeps the prior unless the K it asks for exceeds
+    base : {"auto", "prior", "gaussian", "laplace"}, default "auto"
+        Anneal from the prior (robust), from a Gaussian fitted to the posterior by a short
+        AIS run, mixed with 10% of the prior (fast and accurate for unimodal posteriors,
+        also in high dimensions), or from the Laplace base described above (fastest where
+        the posterior is close to Gaussian; continuous variables only). ``"auto"`` (with
+        ``num_steps="auto"``; otherwise the prior) takes the Laplace base where its pilot
+        asks for at most :data:`AUTO_LAPLACE_STEPS` temperatures (attributes ``base_reason``,
+        ``laplace_num_steps``, ``laplace_modes``); else it runs the prior's pilot and keeps
+        the prior unless the K it asks for exceeds
         :data:`AUTO_BASE_STEPS` (1000), where the fitted mixture takes over (the prior's
         share keeps a mode that the Gaussian misses reachable, and the fitting run gives a
         second opinion), unless the pilot on the mixture's path asks for more temperatures
@@ -313,8 +334,10 @@ def sample_ais(
     if laplace is not None:
         base, pilot, choice = "laplace", None, {}
     else:
-        base, pilot, choice = _choose_base(mp.path, base, auto, main_options, betas, draws,
-                                           chains, rng)
+        base, pilot, choice, laplace = _choose_base(model, mp, base, auto, main_options,
+                                                    betas, draws, chains, rng)
+        if laplace is not None:
+            path, fit_info = laplace
     timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
         t0 = time.perf_counter()
@@ -350,14 +373,13 @@ def _laplace_route(model, mp, base: str, rng: np.random.Generator):
     prior can be drawn (or another base was asked for: its route then raises the prior's
     named error)."""
     path = mp.path
+    if base == "laplace":
+        return _laplace_base(model, mp, rng)
     if base != "auto" or path is None or path.base_scale is not None or path.discrete_dims:
         return None
     fit_rng, mass_rng = rng.spawn(2)
     mass = ordered_prior_mass(model, mp, mass_rng)
-    point = model.initial_point()
-    start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
-    base_path, info = laplace_base_path(path, np.where(np.isfinite(start), start, 0.0),
-                                        fit_rng)
+    base_path, info = _laplace_base(model, mp, fit_rng)
     if mass is None:  # draws that overflow where PyMC's transform cannot help: the prior is
         reason = "its draws overflow"  # normalized, only its draws are not to be had
         try:
@@ -379,28 +401,96 @@ def _laplace_route(model, mp, base: str, rng: np.random.Generator):
                        "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}
 
 
-def _choose_base(path, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
-                 draws: int, chains: int, rng: np.random.Generator):
-    """``base="auto"``: the prior, unless its pilot asks for more than
-    :data:`AUTO_BASE_STEPS` temperatures and a Gaussian base can be built on ``path``.
+def _laplace_base(model, mp, rng: np.random.Generator) -> tuple:
+    """``(path, attrs)`` from the Laplace fit's base, started at the model's initial point
+    and, where the prior can be drawn, at prior draws (its defensive share is then the prior
+    as ``base="gaussian"``'s is; else a Gaussian :data:`~pymc_anneal.pymc.laplace.
+    DEFENSIVE_WIDTH` times wider than the fit)."""
+    path = mp.path
+    if path.discrete_dims:
+        raise AnnealingError(
+            f'base="laplace" covers continuous coordinates only, and this model anneals the '
+            f"discrete variables {_annealed_discrete(mp)}; use base=\"prior\" or "
+            'base="gaussian".')
+    point = model.initial_point()
+    start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
+    starts = np.where(np.isfinite(start), start, 0.0)[None, :]
+    drawable = path.base_scale is not None
+    if drawable:
+        starts = np.concatenate([starts, path.sample_base(rng, NUM_STARTS - 1)])
+    return laplace_base_path(path, starts, rng, prior_defensive=drawable)
 
-    Returns the base, the prior's pilot (the prior's run then uses it: the same result
-    as without it, bit for bit; the Gaussian's fitting run, from the prior too, takes its
-    tuned values) and the attributes that record the choice. Without ``num_steps="auto"``
-    there is nothing measured to choose by: the prior."""
+
+def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
+                 draws: int, chains: int, rng: np.random.Generator):
+    """``base="auto"``: the Laplace fit's base where its pilot asks for at most
+    :data:`AUTO_LAPLACE_STEPS` temperatures; else the prior, unless its pilot asks for
+    more than :data:`AUTO_BASE_STEPS` temperatures and a Gaussian base can be built on the
+    path, or the Laplace base's pilot asked for fewer than the prior's.
+
+    Returns the base, the chosen base's pilot (its run then uses it: the same result as
+    without it, bit for bit; the Gaussian's fitting run, from the prior too, takes the
+    prior's tuned values), the attributes that record the choice, and ``(path, attrs)`` of
+    the Laplace base where it was chosen (else None). Without ``num_steps="auto"`` there is
+    nothing measured to choose by: the prior."""
+    path = mp.path
     if base != "auto":
-        return base, None, {}
+        return base, None, {}, None
     if not auto:
-        return "prior", None, {}
+        return "prior", None, {}, None
     try:
         check_gaussian_base(path)
     except AnnealingError:  # a Gaussian cannot cover this path: the prior it is
-        return "prior", None, {}
+        return "prior", None, {}, None
+    choice, laplace, laplace_pilot = {}, None, None
+    if not path.discrete_dims:
+        laplace, laplace_pilot, choice = _laplace_pilot(model, mp, options, betas, draws,
+                                                        chains, _side_stream(rng))
+        if laplace_pilot is not None and choice["laplace_num_steps"] <= AUTO_LAPLACE_STEPS:
+            return "laplace", laplace_pilot, {**choice, "base_reason": (
+                f"the Laplace base's pilot asked for {choice['laplace_num_steps']} "
+                f"temperatures (at most {AUTO_LAPLACE_STEPS})")}, laplace
     pilot = run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
                       options=options, label=f"{path.name} (choosing the base)")
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
+    choice["prior_num_steps"] = prior_steps
+    if laplace_pilot is not None and choice["laplace_num_steps"] < min(prior_steps,
+                                                                       AUTO_BASE_STEPS):
+        return "laplace", laplace_pilot, {
+            **choice, "base_reason": "the Laplace base's pilot asked for fewer "
+                                     "temperatures than the prior's"}, laplace
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
-    return chosen, pilot, {"prior_num_steps": prior_steps}
+    return chosen, pilot, choice, None
+
+
+def _side_stream(rng: np.random.Generator) -> np.random.Generator:
+    """A stream independent of every one that ``rng`` spawns for the run (a spawn key no
+    run reaches), without advancing ``rng``: where the Laplace base is not taken, the run
+    is the very one of ``base="prior"``, bit for bit."""
+    seq = rng.bit_generator.seed_seq
+    return np.random.default_rng(np.random.SeedSequence(
+        seq.entropy, spawn_key=(*seq.spawn_key, 2**32 - 41), pool_size=seq.pool_size))
+
+
+def _laplace_pilot(model, mp, options, betas, draws, chains, rng):
+    """The Laplace fit's base and its pilot: ``(laplace, pilot, attrs)`` with ``laplace``
+    the ``(path, attrs)`` of :func:`_laplace_base`; ``(None, None, attrs)`` with the reason
+    where the fit failed, found more than one mode (a Gaussian at one of them would leave
+    the others to the defensive share), or its base cannot run."""
+    try:
+        laplace = _laplace_base(model, mp, rng)
+    except AnnealingError as error:
+        return None, None, {"laplace_reason": f"the fit failed: {error}"}
+    base_path, info = laplace
+    if info["laplace_modes"] > 1:
+        return None, None, {"laplace_reason": f"the fit found {info['laplace_modes']} modes"}
+    try:
+        pilot = run_pilot(base_path, betas=betas, draws=draws, chains=chains, rng=rng,
+                          options=options, label=f"{mp.path.name} (choosing the base)")
+    except AnnealingError as error:
+        return None, None, {"laplace_reason": f"its pilot failed: {error}"}
+    steps = pilot.schedule(options.tuning)[0].size - 1
+    return laplace, pilot, {"laplace_num_steps": steps}
 
 
 def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng, ckpt,

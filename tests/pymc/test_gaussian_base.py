@@ -220,8 +220,8 @@ def test_compiled_loops_are_freed_with_their_model():
 
 def test_unknown_base_lists_the_options(normal_mean):
     _, model = normal_mean
-    with pytest.raises(pa.AnnealingError, match=r"unknown base 'laplace'; must be one of "
-                                                r"\['auto', 'gaussian', 'prior'\]"):
-        pa.sample_ais(model=model, base="laplace", progressbar=False)
+    with pytest.raises(pa.AnnealingError, match=r"unknown base 'normal'; must be one of "
+                                                r"\['auto', 'gaussian', 'laplace', 'prior'\]"):
+        pa.sample_ais(model=model, base="normal", progressbar=False)
     with pytest.raises(pa.AnnealingError, match="fit_steps must be an integer >= 1"):
         pa.sample_ais(model=model, base="gaussian", fit_steps=0, progressbar=False)
