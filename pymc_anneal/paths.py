@@ -49,7 +49,7 @@ from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_probability
 
 __all__ = ["GibbsPath", "Path", "PathPoint", "check_gaussian_base", "fit_gaussian",
-           "gaussian_base_path"]
+           "gaussian_base_path", "mixture_base_path"]
 
 
 class _Contract:
@@ -418,14 +418,7 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         raise AnnealingError("the Gaussian base's mean and covariance must be finite, got "
                              f"{np.sum(~np.isfinite(mean))} non-finite mean and "
                              f"{np.sum(~np.isfinite(cov))} non-finite covariance entries.")
-    cov = 0.5 * (cov + cov.T)
-    try:
-        chol = np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        # floor the spectrum: a base wider than needed in a few directions is harmless
-        values, vectors = np.linalg.eigh(cov)
-        values = np.maximum(values, 1e-8 * max(values.max(), 1e-300))
-        chol = np.linalg.cholesky((vectors * values) @ vectors.T)
+    chol = _floored_cholesky(cov)
     log_det = float(np.sum(np.log(np.diag(chol))))
     log_z0 = float(path.log_base_normalizer)
     const = -0.5 * dc * np.log(2.0 * np.pi)
@@ -484,6 +477,113 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         structure=("gaussian_base", float(defensive), wide),
         discrete_dims=path.discrete_dims,
         discrete_supports=path.discrete_supports,
+        postprocess=to_model,
+    )
+
+
+def _floored_cholesky(cov: np.ndarray) -> np.ndarray:
+    """Cholesky factor of ``cov`` (symmetrized), its spectrum floored where it is not
+    positive definite: a base wider than needed in a few directions is harmless."""
+    cov = 0.5 * (cov + cov.T)
+    try:
+        return np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(cov)
+        values = np.maximum(values, 1e-8 * max(values.max(), 1e-300))
+        return np.linalg.cholesky((vectors * values) @ vectors.T)
+
+
+def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: np.ndarray,
+                      defensive: float = DEFENSIVE_WEIGHT,
+                      defensive_width: float | None = None) -> Path:
+    r""":func:`gaussian_base_path` with a mixture of Gaussians
+    :math:`q = \sum_k w_k \mathcal N(\mu_k, \Sigma_k)` (one per mode of the target) in place
+    of one, on a path without integer coordinates; with one component it is
+    :func:`gaussian_base_path` itself.
+
+    The coordinates are whitened by the first component (:math:`x = \mu_1 + L_1 z`), where
+    component k is :math:`\mathcal N(L_1^{-1}(\mu_k - \mu_1), L_1^{-1}\Sigma_k L_1^{-\top})`;
+    the defensive share is the path's own base (``defensive_width=None``) or
+    :math:`\mathcal N(\mu_1, s^2 \Sigma_1)`. Every density is exact and normalized, so the
+    estimate is unbiased whatever the components; their number is part of the compiled
+    loop's structure, their values are its inputs."""
+    means = np.asarray(means, dtype=np.float64)
+    covs = np.asarray(covs, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64).ravel()
+    if (means.ndim != 2 or covs.shape != means.shape + means.shape[-1:]
+            or weights.shape != means.shape[:1]):
+        raise AnnealingError(
+            f"mixture_base_path needs means (K, d), covs (K, d, d) and weights (K,), got "
+            f"shapes {means.shape}, {covs.shape} and {weights.shape}.")
+    if not (np.all(np.isfinite(weights)) and np.all(weights > 0)):
+        raise AnnealingError(f"the mixture's weights must be positive, got {weights}.")
+    if not (np.all(np.isfinite(means)) and np.all(np.isfinite(covs))):
+        raise AnnealingError("the mixture's means and covariances must be finite.")
+    weights = weights / weights.sum()
+    if weights.size == 1:
+        return gaussian_base_path(path, means[0], covs[0], defensive, defensive_width)
+    check_gaussian_base(path)
+    if path.discrete_dims:
+        raise AnnealingError("mixture_base_path covers paths without integer coordinates; "
+                             f"{path.name!r} has {len(path.discrete_dims)}.")
+    defensive = check_probability("defensive", defensive, low_open=False, high_open=True)
+    wide = None if defensive_width is None else float(defensive_width)
+    if wide is not None and (not np.isfinite(wide) or wide <= 0.0):
+        raise AnnealingError(f"defensive_width must be a positive number, got "
+                             f"{defensive_width!r}.")
+    d, num = path.num_dims, weights.size
+    every = np.arange(d)
+    mean, chol = means[0], _floored_cholesky(covs[0])
+    log_det = float(np.sum(np.log(np.diag(chol))))
+    z_means = solve_triangular(chol, (means - mean).T, lower=True).T
+    z_chols = np.array([_floored_cholesky(a @ a.T) for a in (
+        solve_triangular(chol, _floored_cholesky(c), lower=True) for c in covs)])
+    z_inv = np.array([solve_triangular(c, np.eye(d), lower=True) for c in z_chols])
+    log_w = np.log(weights) - np.array([np.sum(np.log(np.diag(c))) for c in z_chols])
+    log_z0 = float(path.log_base_normalizer)
+    const = -0.5 * d * np.log(2.0 * np.pi)
+
+    def build(z, params):
+        x = _unwhiten(z, params["base_mean"], params["base_chol"], every, d)
+        log_prior, log_ratio = path.build_log_densities(x)
+        terms = [params["mix_log_w"][k] - 0.5 * (
+            ((z - params["mix_means"][k]) @ params["mix_inv"][k].T) ** 2).sum(axis=-1)
+            for k in range(num)]
+        log_q = pt.logsumexp(pt.stack(terms, axis=-1), axis=-1) + const
+        log_prior_z = log_prior + params["base_log_det"]  # pi_0 carried to z
+        if defensive > 0.0:
+            log_other = log_prior_z if wide is None else (
+                -0.5 * (z ** 2).sum(axis=-1) / wide**2 + const - d * np.log(wide))
+            log_q = pt.logaddexp(np.log1p(-defensive) + log_q,
+                                 np.log(defensive) + log_other)
+        return log_q, log_prior_z + log_ratio + log_z0 - log_q
+
+    def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
+        component = rng.choice(num, size=num_draws, p=weights)
+        eps = rng.standard_normal((num_draws, d))
+        z = z_means[component] + np.einsum("nij,nj->ni", z_chols[component], eps)
+        share = rng.random(num_draws) < defensive
+        if share.any() and wide is not None:
+            z[share] = wide * rng.standard_normal((int(share.sum()), d))
+        elif share.any():  # the prior's draws, whitened
+            x = np.asarray(path.sample_base(rng, int(share.sum())), dtype=np.float64)
+            z[share] = solve_triangular(chol, (x - mean).T, lower=True).T
+        return z
+
+    def to_model(z: np.ndarray) -> np.ndarray:
+        return _unwhiten(np.asarray(z, dtype=np.float64), mean, chol, every, d)
+
+    return Path(
+        num_dims=d,
+        build_log_densities=build,
+        sample_base=sample_base,
+        log_base_normalizer=0.0,
+        base_scale=np.ones(d),
+        name=path.name,
+        parameters={"base_mean": mean, "base_chol": chol, "base_log_det": np.asarray(log_det),
+                    "mix_means": z_means, "mix_inv": z_inv, "mix_log_w": log_w},
+        cache_owner=path,
+        structure=("mixture_base", num, float(defensive), wide),
         postprocess=to_model,
     )
 

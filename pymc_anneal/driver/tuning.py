@@ -232,7 +232,8 @@ def needs_pilot(parameters, options: TuningOptions) -> bool:
 
 def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
          target_acceptance: float, rng: np.random.Generator,
-         progress: Callable[[int], None]) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
+         progress: Callable[[int], None]
+         ) -> tuple[dict[str, np.ndarray], np.ndarray, float, np.ndarray | None]:
     r"""Pilot pass over the forward schedule ``betas`` (thinned to at most
     :data:`PILOT_MAX_STEPS` temperatures where the pilot does not measure the schedule).
 
@@ -244,7 +245,8 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     :math:`\sum_k \Delta\beta_k^2 \operatorname{Var}_{\beta_k}(\ell)` (at least 1;
     NaN where the pilot did not run). Transitions that lag behind the moving target make
     successive weight increments correlated, and the ratio is about their integrated
-    autocorrelation time, in steps.
+    autocorrelation time, in steps. Last, the pilot's particles at the end of its grid
+    (resampled after each band, so equally weighted; ``None`` where the pilot did not run).
     """
     parameters = loop.parameters
     num_steps, d = betas.size - 1, path.num_dims
@@ -257,7 +259,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     if not needs_pilot(parameters, options):
         for name in scaled:  # nothing needs the pilot's particles
             values[name][:] = _band_variance(options, None, base_var)
-        return values, ratio_var, float("nan")
+        return values, ratio_var, float("nan"), None
 
     np_rng, fn_rng = rng.spawn(2)
     path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
@@ -319,7 +321,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
         progress(stop)
     inefficiency = (max(sum(realized) / sum(predicted), 1.0) if sum(predicted) > 0
                     else float("nan"))
-    return values, ratio_var, inefficiency
+    return values, ratio_var, inefficiency, state["position"]
 
 
 @dataclass(frozen=True)
@@ -336,12 +338,16 @@ class Pilot:
         The slope's variance per step (NaN where the pilot did not run).
     inefficiency : float
         The kernel's lag behind perfect mixing (NaN where the pilot did not run).
+    positions : array (num_pilot, d) or None
+        The pilot's particles at the end of its grid, equally weighted (None where it did
+        not run, or was restored from a checkpoint).
     """
 
     betas: np.ndarray
     values: dict[str, np.ndarray]
     ratio_var: np.ndarray
     inefficiency: float
+    positions: np.ndarray | None = None
 
     def respace(self, num_steps: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """``num_steps`` temperatures of equal thermodynamic length

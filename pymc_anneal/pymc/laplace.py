@@ -24,13 +24,15 @@ from scipy.optimize import minimize
 
 from pymc_anneal.backends import compile_one_off
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.paths import Path, gaussian_base_path
+from pymc_anneal.paths import Path, mixture_base_path
 
-__all__ = ["DEFENSIVE_WIDTH", "NUM_STARTS", "WIDTH", "fit_laplace", "laplace_base_path"]
+__all__ = ["DEFENSIVE_WIDTH", "NUM_STARTS", "WIDTH", "fit_laplace", "fit_modes",
+           "laplace_base_path", "laplace_mass"]
 
-NUM_STARTS = 4
-"""L-BFGS starts: the model's initial point (where its density is finite) and draws
-around it."""
+NUM_STARTS = 8
+"""L-BFGS starts of each kind: ``sample_ais`` starts at the model's initial point, at this
+many of the prior pilot's particles and at as many prior draws (where the prior can be
+drawn; else at the initial point and draws around it)."""
 
 WIDTH = 1.5
 """The base's covariance is ``WIDTH**2`` times the Laplace fit's: heavier than the
@@ -50,13 +52,17 @@ def _log_density_function(path: Path):
     return lambda points: [np.asarray(v, dtype=np.float64) for v in fn(points)]
 
 
-def fit_laplace(path: Path, starts: np.ndarray, rng: np.random.Generator,
-                num_starts: int = NUM_STARTS) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The mode of the path's target (best of ``num_starts`` L-BFGS runs from ``starts[0]``
-    and points around it) and the inverse negative Hessian there.
+def fit_modes(path: Path, starts: np.ndarray, rng: np.random.Generator,
+              num_starts: int = NUM_STARTS) -> tuple[list[tuple[float, np.ndarray, np.ndarray]],
+                                                    dict]:
+    """The distinct modes of the path's target found by L-BFGS from ``starts`` (rows; the
+    first ``num_starts`` of them, completed by points around the first), highest first.
 
-    Returns ``(mean, cov, info)``; ``info`` holds ``laplace_log_density`` (at the mode),
-    ``laplace_num_evaluations`` and ``laplace_modes`` (distinct optima found)."""
+    Returns ``(modes, info)``: each mode ``(log density, mean, cov)`` with ``cov`` the
+    inverse negative Hessian there; an optimum within one standard deviation (in that
+    covariance's metric) of a higher mode is the same mode. ``info`` holds
+    ``laplace_log_density`` (at the highest), ``laplace_num_evaluations`` and
+    ``laplace_modes`` (how many)."""
     d = path.num_dims
     evaluate = _log_density_function(path)
     start = np.asarray(starts, dtype=np.float64).reshape(-1, d)
@@ -78,25 +84,56 @@ def fit_laplace(path: Path, starts: np.ndarray, rng: np.random.Generator,
             continue
         fit = minimize(objective, point, jac=True, method="L-BFGS-B",
                        options={"maxiter": 2000})
-        optima.append((fit.fun, fit.x))
+        if np.isfinite(fit.fun) and fit.fun < 1e300:
+            optima.append((float(-fit.fun), fit.x))
     if not optima:
         raise AnnealingError(
             "the model's log density is not finite at its initial point nor around it, so no "
             "base can be fitted by optimization; give the free variables initial values "
             "(initval=) where the density is finite.")
-    optima.sort(key=lambda o: o[0])
-    mean = optima[0][1]
-    modes = 1 + sum(np.max(np.abs(x - mean)) > 1e-3 * (1 + np.max(np.abs(mean)))
-                    for _, x in optima[1:])
-    cov = _inverse_negative_hessian(evaluate, mean)
-    return mean, cov, {"laplace_log_density": float(-optima[0][0]),
-                       "laplace_num_evaluations": count, "laplace_modes": int(modes)}
+    optima.sort(key=lambda o: -o[0])
+    modes = []
+    for value, x in optima:
+        if any(_within_one_sd(x, mean, cov) for _, mean, cov in modes):
+            continue
+        cov, maximum = _inverse_negative_hessian(evaluate, x)
+        if maximum:  # a start where the gradient vanishes (a minimum, a saddle) is no mode
+            modes.append((value, x, cov))
+    if not modes:  # no optimum is a maximum: the highest, its spectrum floored
+        value, x = optima[0]
+        modes.append((value, x, _inverse_negative_hessian(evaluate, x)[0]))
+    return modes, {"laplace_log_density": modes[0][0], "laplace_num_evaluations": count,
+                   "laplace_modes": len(modes)}
 
 
-def _inverse_negative_hessian(evaluate, mean: np.ndarray) -> np.ndarray:
+def fit_laplace(path: Path, starts: np.ndarray, rng: np.random.Generator,
+                num_starts: int = NUM_STARTS) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The highest mode of :func:`fit_modes`: ``(mean, cov, info)``."""
+    modes, info = fit_modes(path, starts, rng, num_starts)
+    return modes[0][1], modes[0][2], info
+
+
+def _within_one_sd(x: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> bool:
+    """Whether ``x`` is within one standard deviation of ``mean`` in ``cov``'s metric."""
+    diff = x - mean
+    try:
+        return float(diff @ np.linalg.solve(cov, diff)) < 1.0
+    except np.linalg.LinAlgError:
+        return bool(np.max(np.abs(diff)) <= 1e-3 * (1 + np.max(np.abs(mean))))
+
+
+def laplace_mass(value: float, cov: np.ndarray) -> float:
+    """The Laplace approximation of a mode's share of the integral, in logs:
+    ``log pi(mode) + log det(2 pi cov) / 2``."""
+    sign, log_det = np.linalg.slogdet(2.0 * np.pi * cov)
+    return float(value + 0.5 * log_det) if sign > 0 else float(value)
+
+
+def _inverse_negative_hessian(evaluate, mean: np.ndarray) -> tuple[np.ndarray, bool]:
     """Central differences of the gradient at ``mean`` (one batched evaluation of 2d
     points), symmetrized and inverted, with its spectrum floored (a flat direction gets a
-    unit variance rather than none)."""
+    unit variance rather than none); and whether ``mean`` is a maximum (no direction of
+    clearly negative curvature of the negative log density)."""
     d = mean.size
     step = 1e-4 * np.maximum(1.0, np.abs(mean))
     shifts = np.diag(step)
@@ -104,18 +141,26 @@ def _inverse_negative_hessian(evaluate, mean: np.ndarray) -> np.ndarray:
     hessian = (grads[:d] - grads[d:]) / (2.0 * step[:, None])
     precision = -0.5 * (hessian + hessian.T)
     if not np.all(np.isfinite(precision)):
-        return np.eye(d)
+        return np.eye(d), False
     values, vectors = np.linalg.eigh(precision)
+    maximum = bool(values.min() > -1e-6 * max(1.0, values.max()))
     values = np.where(values > 1e-8, values, 1.0)
-    return (vectors / values) @ vectors.T
+    return (vectors / values) @ vectors.T, maximum
 
 
 def laplace_base_path(path: Path, starts: np.ndarray, rng: np.random.Generator,
-                      prior_defensive: bool = False) -> tuple[Path, dict]:
+                      num_starts: int = NUM_STARTS, prior_defensive: bool = False
+                      ) -> tuple[Path, dict]:
     """The path from the Laplace fit's base (see the module docstring), and what to
-    record of the fit. ``prior_defensive``: the defensive share is the path's own base
-    (the prior, which must then be drawable) rather than the wide Gaussian."""
-    mean, cov, info = fit_laplace(path, starts, rng)
-    base = gaussian_base_path(path, mean, WIDTH**2 * cov,
-                              defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
+    record of the fit: one Gaussian per mode found, weighted by its Laplace mass
+    (:func:`laplace_mass`), each ``WIDTH`` times wider than its fit. ``prior_defensive``:
+    the defensive share is the path's own base (the prior, which must then be drawable)
+    rather than the wide Gaussian."""
+    modes, info = fit_modes(path, starts, rng, num_starts)
+    log_mass = np.array([laplace_mass(value, cov) for value, _, cov in modes])
+    weights = np.exp(log_mass - log_mass.max())
+    base = mixture_base_path(path, np.array([m for _, m, _ in modes]),
+                             np.array([WIDTH**2 * c for _, _, c in modes]), weights,
+                             defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
+    info["laplace_mode_weights"] = [float(w) for w in weights / weights.sum()]
     return base, info

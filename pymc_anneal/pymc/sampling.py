@@ -59,15 +59,11 @@ from pymc_anneal.validation import (
     check_random_seed,
 )
 
-__all__ = ["AUTO_BASE_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
+__all__ = ["AUTO_BASE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
            "check_run_weights", "nan_log_density", "sample_ais"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
 """The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
-AUTO_LAPLACE_STEPS = 200
-"""With ``base="auto"`` and ``num_steps="auto"``: the Laplace fit's base is taken without
-a pilot from the prior where its own pilot asks for at most this many temperatures (a
-base that fits asks for 20-25 on posteriordb's models; the prior for 20-20,000)."""
 AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
@@ -112,18 +108,21 @@ def sample_ais(
     through ``num_steps`` temperatures, all in one compiled loop. Call it inside
     ``with pm.Model():`` or pass ``model=``.
 
-    With ``base="auto"`` (the default) and ``num_steps="auto"``, a model without annealed
-    discrete variables first gets a **Laplace base** (``base="laplace"``): L-BFGS from the
-    model's initial point and three prior draws finds the posterior's mode, and the base is
-    a Gaussian there with 1.5 times the inverse negative Hessian's scale, mixed with 10 % of
-    the prior (or, where the prior cannot be drawn, of the same Gaussian 4 times wider), so
-    the estimate stays unbiased whatever the fit. Where the optimizer found a single mode and
-    this base's pilot asks for at most :data:`AUTO_LAPLACE_STEPS` temperatures it runs: on
-    real models with wide priors and many data, 20-25 temperatures where the prior needs
-    1,000-20,000. Otherwise (several modes, a fit that failed, a long path from it too;
-    the reason is in the result's ``laplace_reason`` attribute) the choice below is made,
-    and the Laplace base still runs if its pilot asked for fewer temperatures than the
-    prior's.
+    With ``base="auto"`` (the default) and ``num_steps="auto"``, the prior's pilot runs
+    first, and on a model without annealed discrete variables a **Laplace base**
+    (``base="laplace"``) is fitted too: L-BFGS from the model's initial point, 8 of the
+    pilot's particles and 8 prior draws; the distinct modes found (a census: each optimum
+    more than one standard deviation from a higher one), a Gaussian at each with 1.5 times
+    the inverse negative Hessian's scale, weighted by its Laplace mass, mixed with 10 % of
+    the prior (or, where the prior cannot be drawn, of the first Gaussian 4 times wider), so
+    the estimate stays unbiased whatever the fit. Where this base's pilot asks for fewer
+    temperatures than the prior's it runs: on real models with wide priors and many data,
+    20-25 temperatures where the prior needs 700-20,000, and on two modes of unequal width
+    that the census found, the right answer where tempering from the prior sees the broad
+    mode only. A mode that no start reaches is missed by this base as by the prior (and by
+    SMC). The attributes ``base_reason``, ``prior_num_steps``, ``laplace_num_steps``,
+    ``laplace_modes`` and ``laplace_mode_weights`` record the choice (``laplace_reason``
+    why no Laplace base could run).
 
     Where the prior's path is long (``base="auto"``: more than
     :data:`AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``) the base is instead a
@@ -185,11 +184,10 @@ def sample_ais(
         Anneal from the prior (robust), from a Gaussian fitted to the posterior by a short
         AIS run, mixed with 10% of the prior (fast and accurate for unimodal posteriors,
         also in high dimensions), or from the Laplace base described above (fastest where
-        the posterior is close to Gaussian; continuous variables only). ``"auto"`` (with
-        ``num_steps="auto"``; otherwise the prior) takes the Laplace base where its pilot
-        asks for at most :data:`AUTO_LAPLACE_STEPS` temperatures (attributes ``base_reason``,
-        ``laplace_num_steps``, ``laplace_modes``); else it runs the prior's pilot and keeps
-        the prior unless the K it asks for exceeds
+        the posterior is close to a mixture of Gaussians; continuous variables only).
+        ``"auto"`` (with ``num_steps="auto"``; otherwise the prior) takes the Laplace base
+        where its pilot asks for fewer temperatures than the prior's; else it keeps the
+        prior unless the K it asks for exceeds
         :data:`AUTO_BASE_STEPS` (1000), where the fitted mixture takes over (the prior's
         share keeps a mode that the Gaussian misses reachable, and the fitting run gives a
         second opinion), unless the pilot on the mixture's path asks for more temperatures
@@ -401,11 +399,12 @@ def _laplace_route(model, mp, base: str, rng: np.random.Generator):
                        "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}
 
 
-def _laplace_base(model, mp, rng: np.random.Generator) -> tuple:
+def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
     """``(path, attrs)`` from the Laplace fit's base, started at the model's initial point
-    and, where the prior can be drawn, at prior draws (its defensive share is then the prior
-    as ``base="gaussian"``'s is; else a Gaussian :data:`~pymc_anneal.pymc.laplace.
-    DEFENSIVE_WIDTH` times wider than the fit)."""
+    and at ``positions`` (a pilot's particles: distinct ones, drawn at random) or, without
+    them, where the prior can be drawn, at prior draws. The defensive share is the prior
+    where it can be drawn, as ``base="gaussian"``'s is; else a Gaussian
+    :data:`~pymc_anneal.pymc.laplace.DEFENSIVE_WIDTH` times wider than the fit."""
     path = mp.path
     if path.discrete_dims:
         raise AnnealingError(
@@ -416,17 +415,24 @@ def _laplace_base(model, mp, rng: np.random.Generator) -> tuple:
     start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
     starts = np.where(np.isfinite(start), start, 0.0)[None, :]
     drawable = path.base_scale is not None
+    if positions is not None:
+        distinct = np.unique(np.asarray(positions, dtype=np.float64), axis=0)
+        pick = rng.choice(len(distinct), size=min(NUM_STARTS, len(distinct)), replace=False)
+        starts = np.concatenate([starts, distinct[pick]])
     if drawable:
-        starts = np.concatenate([starts, path.sample_base(rng, NUM_STARTS - 1)])
-    return laplace_base_path(path, starts, rng, prior_defensive=drawable)
+        starts = np.concatenate([starts, path.sample_base(rng, NUM_STARTS)])
+    return laplace_base_path(path, starts, rng, num_starts=len(starts),
+                             prior_defensive=drawable)
 
 
 def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
                  draws: int, chains: int, rng: np.random.Generator):
-    """``base="auto"``: the Laplace fit's base where its pilot asks for at most
-    :data:`AUTO_LAPLACE_STEPS` temperatures; else the prior, unless its pilot asks for
-    more than :data:`AUTO_BASE_STEPS` temperatures and a Gaussian base can be built on the
-    path, or the Laplace base's pilot asked for fewer than the prior's.
+    """``base="auto"``: the base whose pilot asks for the fewest temperatures. The prior's
+    pilot runs first; on a model without annealed discrete variables its particles seed
+    the Laplace fit's census of modes (:func:`_laplace_pilot`), and the Laplace base runs
+    where its pilot asks for fewer temperatures than the prior's. Otherwise the prior,
+    unless its pilot asks for more than :data:`AUTO_BASE_STEPS` temperatures and a Gaussian
+    base can be built on the path (``base="gaussian"``, checked by its own pilot).
 
     Returns the base, the chosen base's pilot (its run then uses it: the same result as
     without it, bit for bit; the Gaussian's fitting run, from the prior too, takes the
@@ -442,23 +448,18 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
         check_gaussian_base(path)
     except AnnealingError:  # a Gaussian cannot cover this path: the prior it is
         return "prior", None, {}, None
-    choice, laplace, laplace_pilot = {}, None, None
-    if not path.discrete_dims:
-        laplace, laplace_pilot, choice = _laplace_pilot(model, mp, options, betas, draws,
-                                                        chains, _side_stream(rng))
-        if laplace_pilot is not None and choice["laplace_num_steps"] <= AUTO_LAPLACE_STEPS:
-            return "laplace", laplace_pilot, {**choice, "base_reason": (
-                f"the Laplace base's pilot asked for {choice['laplace_num_steps']} "
-                f"temperatures (at most {AUTO_LAPLACE_STEPS})")}, laplace
     pilot = run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
                       options=options, label=f"{path.name} (choosing the base)")
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
-    choice["prior_num_steps"] = prior_steps
-    if laplace_pilot is not None and choice["laplace_num_steps"] < min(prior_steps,
-                                                                       AUTO_BASE_STEPS):
-        return "laplace", laplace_pilot, {
-            **choice, "base_reason": "the Laplace base's pilot asked for fewer "
-                                     "temperatures than the prior's"}, laplace
+    choice = {"prior_num_steps": prior_steps}
+    if not path.discrete_dims:
+        laplace, laplace_pilot, more = _laplace_pilot(
+            model, mp, options, betas, draws, chains, _side_stream(rng), pilot.positions)
+        choice.update(more)
+        if laplace_pilot is not None and more["laplace_num_steps"] < prior_steps:
+            return "laplace", laplace_pilot, {**choice, "base_reason": (
+                f"the Laplace base's pilot asked for {more['laplace_num_steps']} "
+                f"temperatures, the prior's for {prior_steps}")}, laplace
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, choice, None
 
@@ -472,18 +473,15 @@ def _side_stream(rng: np.random.Generator) -> np.random.Generator:
         seq.entropy, spawn_key=(*seq.spawn_key, 2**32 - 41), pool_size=seq.pool_size))
 
 
-def _laplace_pilot(model, mp, options, betas, draws, chains, rng):
-    """The Laplace fit's base and its pilot: ``(laplace, pilot, attrs)`` with ``laplace``
-    the ``(path, attrs)`` of :func:`_laplace_base`; ``(None, None, attrs)`` with the reason
-    where the fit failed, found more than one mode (a Gaussian at one of them would leave
-    the others to the defensive share), or its base cannot run."""
+def _laplace_pilot(model, mp, options, betas, draws, chains, rng, positions):
+    """The Laplace fit's base (a component per mode found) and its pilot: ``(laplace,
+    pilot, attrs)`` with ``laplace`` the ``(path, attrs)`` of :func:`_laplace_base`;
+    ``(None, None, attrs)`` with the reason where the fit failed or its base cannot run."""
     try:
-        laplace = _laplace_base(model, mp, rng)
+        laplace = _laplace_base(model, mp, rng, positions)
     except AnnealingError as error:
         return None, None, {"laplace_reason": f"the fit failed: {error}"}
     base_path, info = laplace
-    if info["laplace_modes"] > 1:
-        return None, None, {"laplace_reason": f"the fit found {info['laplace_modes']} modes"}
     try:
         pilot = run_pilot(base_path, betas=betas, draws=draws, chains=chains, rng=rng,
                           options=options, label=f"{mp.path.name} (choosing the base)")

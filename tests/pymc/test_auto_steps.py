@@ -163,8 +163,8 @@ def test_a_run_that_misses_the_target_is_repeated(monkeypatch):
     real_tune = run_module.tune
 
     def optimistic_tune(*args, **kwargs):
-        values, ratio_var, _ = real_tune(*args, **kwargs)
-        return values, ratio_var, 1.0
+        values, ratio_var, _, positions = real_tune(*args, **kwargs)
+        return values, ratio_var, 1.0, positions
 
     monkeypatch.setattr(run_module, "tune", optimistic_tune)
     run = run_annealing(GAUSSIAN.path, betas=make_schedule("linear", 256), draws=500,

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
+from scipy import stats
 
 import pymc_anneal as pa
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.pymc import laplace
-from pymc_anneal.pymc.sampling import AUTO_LAPLACE_STEPS
 from tests import analytic
 from tests.pymc.test_sampling_auto_base import _bimodal
 
@@ -34,13 +35,12 @@ def _within(idata, exact, k=4.0):
 
 def test_auto_takes_the_laplace_base_where_the_prior_is_wide():
     """A wide prior (sd 100) and 200 observations: the prior's path is long; the Laplace
-    base's pilot asks for a few dozen temperatures, and ``auto`` takes it without a pilot
-    from the prior."""
+    base's pilot asks for a few dozen temperatures, and ``auto`` takes it."""
     target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
     idata = pa.sample_ais(model=target.build(), random_seed=3, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
-    assert idata.attrs["laplace_num_steps"] <= AUTO_LAPLACE_STEPS
-    assert "prior_num_steps" not in idata.attrs  # the prior's pilot never ran
+    assert 10 * idata.attrs["laplace_num_steps"] < idata.attrs["prior_num_steps"]
+    assert idata.attrs["num_steps"] == idata.attrs["laplace_num_steps"]
     assert "Laplace base's pilot" in idata.attrs["base_reason"]
     _within(idata, target.log_evidence)
 
@@ -58,23 +58,26 @@ def test_a_poor_fit_costs_variance_not_bias(monkeypatch):
     run needs more temperatures, and the estimate stays right (the geometric path from a
     normalized base, whose defensive share, the prior, covers the posterior)."""
     target = analytic.normal_mean()
-    fit = laplace.fit_laplace
+    fit = laplace.fit_modes
 
     def poor(*args, **kwargs):
-        mean, cov, info = fit(*args, **kwargs)
-        return mean + 3.0 * np.sqrt(np.diag(cov)), cov / 4.0, info
+        modes, info = fit(*args, **kwargs)
+        return [(v, m + 3.0 * np.sqrt(np.diag(c)), c / 4.0) for v, m, c in modes], info
 
-    monkeypatch.setattr(laplace, "fit_laplace", poor)
+    monkeypatch.setattr(laplace, "fit_modes", poor)
     idata = pa.sample_ais(model=target.build(), base="laplace", num_steps=100, draws=500,
                           chains=2, random_seed=7, progressbar=False)
     _within(idata, target.log_evidence)
 
 
-def test_two_modes_found_keep_the_prior():
+def test_two_modes_found_get_a_component_each():
+    """The census finds both modes of the bimodal posterior; the base has a Gaussian at
+    each, and the estimate is the quadrature's."""
     model, exact = _bimodal()
     idata = pa.sample_ais(model=model, random_seed=11, **KW)
-    assert idata.attrs["base"] == "prior", dict(idata.attrs)
-    assert "modes" in idata.attrs["laplace_reason"]
+    assert idata.attrs["base"] == "laplace", dict(idata.attrs)
+    assert idata.attrs["laplace_modes"] == 2
+    np.testing.assert_allclose(idata.attrs["laplace_mode_weights"], 0.5, atol=0.05)
     _within(idata, exact)
 
 
@@ -96,3 +99,42 @@ def test_laplace_base_refuses_annealed_discrete_variables():
         pm.Normal("y", mu + k, 1.0, observed=[3.2])
     with pytest.raises(AnnealingError, match=r'base="laplace" covers continuous coordinates'):
         pa.sample_ais(model=model, base="laplace", discrete="anneal", random_seed=1, **KW)
+
+
+def _unequal_modes(d: int, narrow_sd: float, narrow_share: float, separation: float):
+    """``x ~ N(0, 3^2 I_d)`` and a likelihood that is a mixture of a broad Gaussian (sd 1)
+    and a narrow one (``narrow_sd``) ``separation`` apart along the diagonal, weighted so
+    that the narrow mode holds ``narrow_share`` of the posterior mass. Tempering from the
+    prior sees the broad mode only (Woodard, Schmidler & Huber 2009). Exact evidence:
+    ``sum_k w_k N(c_k; 0, (9 + s_k^2) I)``."""
+    half = np.full(d, separation / 2)
+    centres, sds = (half, -half), (1.0, narrow_sd)
+    log_mass = [stats.multivariate_normal(np.zeros(d), (9.0 + s**2) * np.eye(d)).logpdf(c)
+                for c, s in zip(centres, sds)]
+    log_w = [np.log(1 - narrow_share) - log_mass[0], np.log(narrow_share) - log_mass[1]]
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 3.0, shape=d)
+        terms = [lw + pm.logp(pm.Normal.dist(c, s), x).sum()
+                 for lw, c, s in zip(log_w, centres, sds)]
+        pm.Potential("likelihood", pt.logaddexp(*terms))
+    return model, float(np.logaddexp(log_w[0] + log_mass[0], log_w[1] + log_mass[1]))
+
+
+@pytest.mark.parametrize("d, narrow_sd, narrow_share, separation, seed", [
+    (2, 0.3, 0.9, 4.0, 21), (3, 0.3, 0.75, 4.0, 22)])
+def test_unequal_width_modes_get_a_component_each(d, narrow_sd, narrow_share, separation,
+                                                  seed):
+    """Issue 41, section 2: two modes of unequal width. The census (L-BFGS from the prior
+    pilot's particles and the initial point) finds both; the base puts a Gaussian at each,
+    weighted by its Laplace mass (here exact: the modes are Gaussian up to the prior), and
+    the estimate is the closed form, where the prior's path asks for hundreds to thousands
+    of temperatures. Both cases found both modes at 12 seeds of 12 (z from -2.0 to 1.7).
+    A narrower mode is not always found: at sd 0.2 and separation 5 in 3-d, or sd 0.3 in
+    5-d, no start lands in its basin at one seed in three, and the estimate is then
+    log(1 - narrow_share) low, silently, as from the prior (docs/design.md)."""
+    model, exact = _unequal_modes(d, narrow_sd, narrow_share, separation)
+    idata = pa.sample_ais(model=model, random_seed=seed, **KW)
+    assert idata.attrs["base"] == "laplace", dict(idata.attrs)
+    assert idata.attrs["laplace_modes"] == 2
+    assert max(idata.attrs["laplace_mode_weights"]) == pytest.approx(narrow_share, abs=0.05)
+    _within(idata, exact)

@@ -31,16 +31,22 @@ def normal_mean():
     return target, target.build()
 
 
-def test_a_short_path_keeps_the_prior_bit_for_bit():
-    """Where the Laplace base is not taken (here: its optimizer found two modes), a short
-    path from the prior is the very run of ``base="prior"``: the fit and its pilot draw
-    from a stream of their own."""
-    model, _ = _bimodal()
+def test_a_short_path_keeps_the_prior_bit_for_bit(normal_mean, monkeypatch):
+    """Where the Laplace base is not taken (here: its pilot made to report a long path,
+    after the fit and the pilot ran), a short path from the prior is the very run of
+    ``base="prior"``: the fit and its pilot draw from a stream of their own."""
+    _, model = normal_mean
+    laplace_pilot = sampling._laplace_pilot
+
+    def long_path(*args, **kwargs):
+        laplace, pilot, attrs = laplace_pilot(*args, **kwargs)
+        return laplace, pilot, {**attrs, "laplace_num_steps": 10**6}
+
+    monkeypatch.setattr(sampling, "_laplace_pilot", long_path)
     light = {**SMALL, "draws": 100, "num_pilot": 64}
     auto = pa.sample_ais(model=model, random_seed=4, **light)
     prior = pa.sample_ais(model=model, base="prior", random_seed=4, **light)
-    assert auto.attrs["base"] == "prior"
-    assert "modes" in auto.attrs["laplace_reason"]
+    assert auto.attrs["base"] == "prior" and auto.attrs["laplace_num_steps"] == 10**6
     assert auto.attrs["prior_num_steps"] == auto.attrs["num_steps"] <= sampling.AUTO_BASE_STEPS
     np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
                                   prior["particles"]["log_weight"].values)
@@ -58,7 +64,8 @@ def test_a_poor_fit_falls_back_to_the_prior_bit_for_bit(normal_mean, monkeypatch
     pilot asks for more temperatures) the prior runs, the very run of ``base="prior"``."""
     _, model = normal_mean
     monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", 0)  # every path "long": the mixture
-    monkeypatch.setattr(sampling, "AUTO_LAPLACE_STEPS", -1)  # never the Laplace base
+    monkeypatch.setattr(sampling, "_laplace_pilot",  # never the Laplace base
+                        lambda *args: (None, None, {"laplace_reason": "switched off"}))
     light = {**SMALL, "draws": 100, "num_pilot": 64, "fit_steps": 50}
     good = pa.sample_ais(model=model, random_seed=4, **light)
     assert good.attrs["base"] == "gaussian"
@@ -100,9 +107,13 @@ def test_a_bimodal_posterior_is_right_or_warned(threshold, monkeypatch):
     """Both bases: the estimate is within 3 standard errors of the quadrature, or the call
     warned (never a wrong answer in silence). At the default threshold the short 1-d path
     stays on the prior, which reaches both modes; with the threshold at 0 every path is
-    long and the fitted mixture runs (its fitting run tuned by the prior's pilot)."""
+    long and the fitted mixture runs (its fitting run tuned by the prior's pilot). The
+    Laplace base is switched off here (``tests/pymc/test_laplace_base.py`` runs it on the
+    same posterior)."""
     model, exact = _bimodal()
     monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", threshold)
+    monkeypatch.setattr(sampling, "_laplace_pilot",
+                        lambda *args: (None, None, {"laplace_reason": "switched off"}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         idata = pa.sample_ais(model=model, draws=500, chains=2, progressbar=False,
@@ -133,7 +144,7 @@ def test_the_100d_linear_model(seed, base):
     error = est.log_evidence - target.log_evidence
     if base == "auto":
         assert idata.attrs["base"] == "laplace"
-        assert idata.attrs["laplace_num_steps"] <= sampling.AUTO_LAPLACE_STEPS
+        assert idata.attrs["laplace_num_steps"] < idata.attrs["prior_num_steps"]
     else:
         assert idata.attrs["base"] == "gaussian"
         assert idata.attrs["num_steps"] < 300  # 56-71 at 20 seeds, 5,228 with the defect
