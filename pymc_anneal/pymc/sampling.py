@@ -59,11 +59,16 @@ from pymc_anneal.validation import (
     check_random_seed,
 )
 
-__all__ = ["AUTO_BASE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
+__all__ = ["AUTO_BASE_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
            "check_run_weights", "nan_log_density", "sample_ais"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
 """The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
+AUTO_LAPLACE_STEPS = 100
+"""With ``base="auto"`` and ``num_steps="auto"``: the Laplace base is fitted (and its pilot
+run) only where the prior's pilot asks for more than this many temperatures. Below, the
+prior's run costs about what the fit and a second pilot would (1.5-5 s), and the run is
+``base="prior"``'s, bit for bit."""
 AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
@@ -115,8 +120,10 @@ def sample_ais(
     more than one standard deviation from a higher one), a Gaussian at each with 1.5 times
     the inverse negative Hessian's scale, weighted by its Laplace mass, mixed with 10 % of
     the prior (or, where the prior cannot be drawn, of the first Gaussian 4 times wider), so
-    the estimate stays unbiased whatever the fit. Where this base's pilot asks for fewer
-    temperatures than the prior's it runs: on real models with wide priors and many data,
+    the estimate stays unbiased whatever the fit (only where the prior's pilot asks for more
+    than :data:`AUTO_LAPLACE_STEPS` temperatures: below, the prior's run costs about what the
+    fit would). Where this base's pilot asks for fewer temperatures than the prior's it
+    runs: on real models with wide priors and many data,
     20-25 temperatures where the prior needs 700-20,000, and on two modes of unequal width
     that the census found, the right answer where tempering from the prior sees the broad
     mode only. A mode that no start reaches is missed by this base as by the prior (and by
@@ -428,9 +435,10 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
 def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
                  draws: int, chains: int, rng: np.random.Generator):
     """``base="auto"``: the base whose pilot asks for the fewest temperatures. The prior's
-    pilot runs first; on a model without annealed discrete variables its particles seed
-    the Laplace fit's census of modes (:func:`_laplace_pilot`), and the Laplace base runs
-    where its pilot asks for fewer temperatures than the prior's. Otherwise the prior,
+    pilot runs first; where it asks for more than :data:`AUTO_LAPLACE_STEPS` temperatures,
+    on a model without annealed discrete variables, its particles seed the Laplace fit's
+    census of modes (:func:`_laplace_pilot`), and the Laplace base runs where its pilot
+    asks for fewer temperatures than the prior's. Otherwise the prior,
     unless its pilot asks for more than :data:`AUTO_BASE_STEPS` temperatures and a Gaussian
     base can be built on the path (``base="gaussian"``, checked by its own pilot).
 
@@ -452,7 +460,7 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
                       options=options, label=f"{path.name} (choosing the base)")
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
     choice = {"prior_num_steps": prior_steps}
-    if not path.discrete_dims:
+    if not path.discrete_dims and prior_steps > AUTO_LAPLACE_STEPS:
         laplace, laplace_pilot, more = _laplace_pilot(
             model, mp, options, betas, draws, chains, _side_stream(rng), pilot.positions)
         choice.update(more)

@@ -32,10 +32,19 @@ def normal_mean():
 
 
 def test_a_short_path_keeps_the_prior_bit_for_bit(normal_mean, monkeypatch):
-    """Where the Laplace base is not taken (here: its pilot made to report a long path,
-    after the fit and the pilot ran), a short path from the prior is the very run of
-    ``base="prior"``: the fit and its pilot draw from a stream of their own."""
+    """A path of at most ``AUTO_LAPLACE_STEPS`` temperatures from the prior: no fit, the
+    very run of ``base="prior"``. Where the Laplace base is fitted but not taken (its pilot
+    made to report a long path, after the fit and the pilot ran), the same: the fit and its
+    pilot draw from a stream of their own."""
     _, model = normal_mean
+    light = {**SMALL, "draws": 100, "num_pilot": 64}
+    prior = pa.sample_ais(model=model, base="prior", random_seed=4, **light)
+    auto = pa.sample_ais(model=model, random_seed=4, **light)
+    assert auto.attrs["base"] == "prior" and "laplace_num_steps" not in auto.attrs
+    assert auto.attrs["prior_num_steps"] == auto.attrs["num_steps"] \
+        <= sampling.AUTO_LAPLACE_STEPS
+    np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
+                                  prior["particles"]["log_weight"].values)
     laplace_pilot = sampling._laplace_pilot
 
     def long_path(*args, **kwargs):
@@ -43,11 +52,9 @@ def test_a_short_path_keeps_the_prior_bit_for_bit(normal_mean, monkeypatch):
         return laplace, pilot, {**attrs, "laplace_num_steps": 10**6}
 
     monkeypatch.setattr(sampling, "_laplace_pilot", long_path)
-    light = {**SMALL, "draws": 100, "num_pilot": 64}
+    monkeypatch.setattr(sampling, "AUTO_LAPLACE_STEPS", 0)
     auto = pa.sample_ais(model=model, random_seed=4, **light)
-    prior = pa.sample_ais(model=model, base="prior", random_seed=4, **light)
     assert auto.attrs["base"] == "prior" and auto.attrs["laplace_num_steps"] == 10**6
-    assert auto.attrs["prior_num_steps"] == auto.attrs["num_steps"] <= sampling.AUTO_BASE_STEPS
     np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
                                   prior["particles"]["log_weight"].values)
 
