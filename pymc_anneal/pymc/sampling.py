@@ -341,14 +341,14 @@ def sample_ais(
     else:
         base, pilot, choice, laplace = _choose_base(model, mp, base, auto, main_options,
                                                     betas, draws, chains, rng)
-        if laplace is not None:
-            path, fit_info = laplace
+        if laplace is not None and base == "laplace":
+            path, fit_info = laplace[:2]
     timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
         t0 = time.perf_counter()
         base, path, pilot, rng, fit_info, fit_log_w = _gaussian_base(
             mp.path, options, main_options, schedule, (fit_steps, fit_draws), betas,
-            (draws, chains), rng, ckpt, pilot, choice)
+            (draws, chains), rng, ckpt, pilot, choice, laplace)
         timings["fit"] = time.perf_counter() - t0
     result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
                            options=main_options, checkpoint=ckpt, pilot=pilot)
@@ -464,10 +464,15 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
         laplace, laplace_pilot, more = _laplace_pilot(
             model, mp, options, betas, draws, chains, _side_stream(rng), pilot.positions)
         choice.update(more)
-        if laplace_pilot is not None and more["laplace_num_steps"] < prior_steps:
-            return "laplace", laplace_pilot, {**choice, "base_reason": (
-                f"the Laplace base's pilot asked for {more['laplace_num_steps']} "
-                f"temperatures, the prior's for {prior_steps}")}, laplace
+        steps = more.get("laplace_num_steps")
+        if laplace_pilot is not None and steps < prior_steps:
+            if steps <= AUTO_BASE_STEPS:
+                return "laplace", laplace_pilot, {**choice, "base_reason": (
+                    f"the Laplace base's pilot asked for {steps} temperatures, the "
+                    f"prior's for {prior_steps}")}, (*laplace, laplace_pilot)
+            # both paths are long: the fitted mixture is tried too (:func:`_gaussian_base`
+            # takes the base whose pilot asks for the fewest temperatures)
+            return "gaussian", pilot, choice, (*laplace, laplace_pilot)
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, choice, None
 
@@ -500,7 +505,7 @@ def _laplace_pilot(model, mp, options, betas, draws, chains, rng, positions):
 
 
 def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng, ckpt,
-                   prior_pilot, choice: dict):
+                   prior_pilot, choice: dict, laplace=None):
     """The run's inputs with the fitted mixture's base: ``(base, path, pilot, rng,
     fit_info, fit_log_w)``.
 
@@ -510,7 +515,10 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
     at some seeds: K = 5,228 against the prior's 3,521 on the 100-d linear model, seed 1000)
     would otherwise cost more than the prior. Then the prior runs as ``base="prior"`` would
     (its pilot and the generator as they were: the same result, bit for bit). The pilot of
-    the mixture's path is the one its run would run first (``pilot=``: the same result)."""
+    the mixture's path is the one its run would run first (``pilot=``: the same result).
+    ``laplace``, ``(path, attrs, pilot)`` of a Laplace base whose path is long too, is a
+    third candidate: the base whose pilot asks for the fewest temperatures runs (ties to
+    the mixture), and ``base_reason`` lists the three."""
     draws, chains = size
     check_run(path, main_options, draws=draws, chains=chains,  # before the fit
               num_steps=betas.size - 1)
@@ -523,8 +531,17 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
     pilot = run_pilot(mixture, betas=betas, draws=draws, chains=chains, rng=rng,
                       options=main_options, label=f"{path.name} (checking the base)")
     choice["gaussian_num_steps"] = pilot.schedule(main_options.tuning)[0].size - 1
-    if choice["gaussian_num_steps"] <= choice["prior_num_steps"]:
+    steps = {"gaussian": choice["gaussian_num_steps"], "prior": choice["prior_num_steps"]}
+    if laplace is not None:
+        steps["laplace"] = choice["laplace_num_steps"]
+    best = min(steps, key=lambda name: (steps[name], name != "gaussian"))
+    choice["base_reason"] = ", ".join(f"{k}: {v}" for k, v in steps.items())
+    choice["base_reason"] = f"the fewest temperatures ({choice['base_reason']})"
+    if best == "gaussian":
         return "gaussian", mixture, pilot, rng, fit_info, fit_log_w
+    if best == "laplace":
+        laplace_path, laplace_info, laplace_pilot = laplace
+        return "laplace", laplace_path, laplace_pilot, prior_rng, laplace_info, None
     return "prior", path, prior_pilot, prior_rng, {}, None
 
 

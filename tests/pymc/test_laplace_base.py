@@ -138,3 +138,20 @@ def test_unequal_width_modes_get_a_component_each(d, narrow_sd, narrow_share, se
     assert idata.attrs["laplace_modes"] == 2
     assert max(idata.attrs["laplace_mode_weights"]) == pytest.approx(narrow_share, abs=0.05)
     _within(idata, exact)
+
+
+def test_where_every_path_is_long_the_fewest_temperatures_win(monkeypatch):
+    """Where the Laplace base's path is long too (more than ``AUTO_BASE_STEPS``, here 0),
+    the fitted mixture of ``base="gaussian"`` is tried as well, and the base whose pilot
+    asks for the fewest temperatures runs."""
+    from pymc_anneal.pymc import sampling
+
+    monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", 0)
+    target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
+    idata = pa.sample_ais(model=target.build(), random_seed=3, fit_steps=50, **KW)
+    attrs = idata.attrs
+    steps = {name: attrs[f"{name}_num_steps"] for name in ("prior", "laplace", "gaussian")}
+    assert attrs["base"] == min(steps, key=lambda n: (steps[n], n != "gaussian")), attrs
+    assert attrs["num_steps"] == steps[attrs["base"]]
+    assert all(f"{name}: {k}" in attrs["base_reason"] for name, k in steps.items())
+    _within(idata, target.log_evidence)
