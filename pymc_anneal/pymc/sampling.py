@@ -428,8 +428,8 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
         starts = np.concatenate([starts, distinct[pick]])
     if drawable:
         starts = np.concatenate([starts, path.sample_base(rng, NUM_STARTS)])
-    return laplace_base_path(path, starts, rng, num_starts=len(starts),
-                             prior_defensive=drawable)
+    return laplace_base_path(path, starts, rng, num_starts=max(len(starts), NUM_STARTS),
+                             prior_defensive=drawable, reference=positions)
 
 
 def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
