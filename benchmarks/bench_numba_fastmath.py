@@ -50,7 +50,6 @@ CHILD = r"""
 import hashlib, json, sys, time, warnings
 import numpy as np
 sys.path.insert(0, {root!r})
-import pymc as pm
 import pymc_anneal as pa
 from pymc_anneal import backends
 
@@ -59,12 +58,7 @@ def build(name):
         from tests import discrete_models
         return discrete_models.change_point().build()
     from tests import eight_schools as es
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, es.MU_SD)
-        tau = pm.HalfCauchy("tau", es.TAU_SCALE)
-        theta = pm.Normal("theta", mu, tau, shape=8)
-        pm.Normal("y", theta, es.SIGMA, observed=es.Y)
-    return model
+    return es.build_model()  # centered
 
 def digest(tree):
     h = hashlib.sha256()

@@ -435,11 +435,7 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         if discrete.size:
             log_q = log_q + path.build_discrete_base(x)
         log_prior_z = log_prior + params["base_log_det"]  # pi_0 carried to z
-        if defensive > 0.0:
-            log_other = log_prior_z if wide is None else (
-                -0.5 * (z ** 2).sum(axis=-1) / wide**2 + const - dc * np.log(wide))
-            log_q = pt.logaddexp(np.log1p(-defensive) + log_q,
-                                 np.log(defensive) + log_other)
+        log_q = _defensive_mixture(log_q, log_prior_z, z, defensive, wide, dc)
         log_target = log_prior_z + log_ratio + log_z0
         return log_q, log_target - log_q
 
@@ -479,6 +475,19 @@ def gaussian_base_path(path: Path, mean: np.ndarray, cov: np.ndarray,
         discrete_supports=path.discrete_supports,
         postprocess=to_model,
     )
+
+
+def _defensive_mixture(log_q, log_prior_z, z, defensive: float, wide: float | None,
+                       dims: int):
+    r"""``log_q`` mixed with its defensive share ``defensive``: the path's own base carried
+    to the whitened coordinates (``log_prior_z``), or :math:`\mathcal N(0, s^2 I)` over the
+    ``dims`` continuous coordinates of ``z`` with ``s = wide``."""
+    if defensive <= 0.0:
+        return log_q
+    log_other = log_prior_z if wide is None else (
+        -0.5 * (z ** 2).sum(axis=-1) / wide**2 - 0.5 * dims * np.log(2.0 * np.pi)
+        - dims * np.log(wide))
+    return pt.logaddexp(np.log1p(-defensive) + log_q, np.log(defensive) + log_other)
 
 
 def _floored_cholesky(cov: np.ndarray) -> np.ndarray:
@@ -536,8 +545,9 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
     mean, chol = means[0], _floored_cholesky(covs[0])
     log_det = float(np.sum(np.log(np.diag(chol))))
     z_means = solve_triangular(chol, (means - mean).T, lower=True).T
-    z_chols = np.array([_floored_cholesky(a @ a.T) for a in (
-        solve_triangular(chol, _floored_cholesky(c), lower=True) for c in covs)])
+    # L_1^{-1} L_k is lower triangular with a positive diagonal: component k's factor in z
+    z_chols = np.array([solve_triangular(chol, _floored_cholesky(c), lower=True)
+                        for c in covs])
     z_inv = np.array([solve_triangular(c, np.eye(d), lower=True) for c in z_chols])
     log_w = np.log(weights) - np.array([np.sum(np.log(np.diag(c))) for c in z_chols])
     log_z0 = float(path.log_base_normalizer)
@@ -551,11 +561,7 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
             for k in range(num)]
         log_q = pt.logsumexp(pt.stack(terms, axis=-1), axis=-1) + const
         log_prior_z = log_prior + params["base_log_det"]  # pi_0 carried to z
-        if defensive > 0.0:
-            log_other = log_prior_z if wide is None else (
-                -0.5 * (z ** 2).sum(axis=-1) / wide**2 + const - d * np.log(wide))
-            log_q = pt.logaddexp(np.log1p(-defensive) + log_q,
-                                 np.log(defensive) + log_other)
+        log_q = _defensive_mixture(log_q, log_prior_z, z, defensive, wide, d)
         return log_q, log_prior_z + log_ratio + log_z0 - log_q
 
     def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:

@@ -166,16 +166,9 @@ SEEDED = {"draws": 200, "chains": 2, "num_steps": 100, "random_seed": 1,
 
 
 def _eight_schools():
-    import pymc as pm
-
     from tests import eight_schools as es
 
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, es.MU_SD)
-        tau = pm.HalfCauchy("tau", es.TAU_SCALE)
-        theta = pm.Normal("theta", mu, tau, shape=8)
-        pm.Normal("y", theta, es.SIGMA, observed=es.Y)
-    return model
+    return es.build_model()  # centered
 
 
 def _digest(result) -> str:
