@@ -382,14 +382,17 @@ def wait_for_background_compiles() -> float:
 def _wait_at_exit() -> None:
     """:func:`wait_for_background_compiles`, saying why the exit waits. The handler that
     exits at once on Ctrl-C is in place before the message is printed: a Ctrl-C that the
-    message prompts must find it."""
+    message prompts must find it. Registered too when a KeyboardInterrupt leaves
+    :func:`interruptible`, so that such a program exits by SIGINT."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _exit_now) if main else None
     try:
         if any(not done.is_set() for done in _BACKGROUND):
             print("pymc_anneal: waiting for a JAX compile in progress to finish before "
                   "exiting (Ctrl-C again: exit at once)", file=sys.stderr, flush=True)
-        if wait_for_background_compiles() > 0 and _ended_by_our_interrupt():
+        wait_for_background_compiles()
+        if _ended_by_our_interrupt():
+            _join_our_threads()
             _mark_unhandled_interrupt()
     finally:
         if previous is not None:
@@ -403,14 +406,27 @@ def _ended_by_our_interrupt() -> bool:
             and isinstance(getattr(sys, "last_exc", None), KeyboardInterrupt))
 
 
+def _join_our_threads(timeout: float = 30.0) -> None:
+    """Wait (at most ``timeout`` seconds in all) for the package's other background threads
+    (named ``pymc_anneal-...``: the import that the driver prefetches), which may still
+    execute source text after the flag of :func:`_mark_unhandled_interrupt` was set."""
+    import time
+
+    end = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.name.startswith("pymc_anneal-") and thread is not threading.current_thread():
+            thread.join(max(0.0, end - time.monotonic()))
+
+
 def _mark_unhandled_interrupt() -> None:
     """Tell CPython again that the program ended on a KeyboardInterrupt, so that it exits
     by SIGINT (as a shell expects of a process stopped by Ctrl-C) and not with code 1.
 
     CPython keeps that fact in one flag of the runtime, which it clears whenever any thread
     executes source text (``exec``/``eval`` of a string: a dataclass or namedtuple being
-    defined), and a compile thread we wait for at exit can do so; executing a string that
-    raises KeyboardInterrupt sets the flag again.
+    defined): a compile thread we wait for at exit, or the driver's prefetching import
+    (``arviz_stats`` defines namedtuples), can do so after the main thread set it;
+    executing a string that raises KeyboardInterrupt sets the flag again.
     """
     try:
         exec("raise KeyboardInterrupt", {})
@@ -497,6 +513,8 @@ def interruptible():
         raise_if_interrupted()
     except KeyboardInterrupt:
         _Interrupts.escaped = True
+        atexit.unregister(_wait_at_exit)  # at most once, and whether or not a compile runs
+        atexit.register(_wait_at_exit)
         raise
     finally:
         if own_handler:

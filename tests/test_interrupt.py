@@ -223,6 +223,34 @@ def test_a_run_ended_by_ctrl_c_exits_by_sigint_after_the_wait():
     assert "Traceback" in done.stderr and "KeyboardInterrupt" in done.stderr, done.stderr
 
 
+def test_a_run_ended_by_ctrl_c_exits_by_sigint_while_an_import_runs_in_the_background():
+    """The same flag cleared with no compile to wait for: the driver's prefetching import
+    (``arviz_stats`` defines namedtuples) still running when a Ctrl-C ended the run (seen in
+    CI: exit code 1 after an interrupt during the annealing)."""
+    child = textwrap.dedent("""
+        import atexit, signal, sys, threading, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from pymc_anneal.backends import interruptible
+
+        atexit.register(time.sleep, 1.0)  # a slow teardown (JAX's), after the package's
+
+        def import_():
+            while not hasattr(sys, "last_exc"):  # Python has printed the traceback
+                time.sleep(0.01)
+            eval("__import__('collections').namedtuple('T', ['x'])")
+
+        with interruptible():
+            threading.Thread(target=import_, name="pymc_anneal-prefetch", daemon=True).start()
+            raise KeyboardInterrupt
+    """)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGINT, (done.returncode, done.stderr)
+    assert "pymc_anneal: waiting" not in done.stderr, done.stderr  # no compile was waited for
+    assert done.stderr.rstrip().endswith("KeyboardInterrupt"), done.stderr
+
+
 @pytest.mark.slow  # the fast subset's budget: the slow suite (CI) runs it
 def test_ctrl_c_during_a_background_compile_waits_for_it_at_exit():
     """SIGINT as XLA starts compiling (the main thread tracing or waiting for it): the
