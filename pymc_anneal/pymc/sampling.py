@@ -47,7 +47,7 @@ from pymc_anneal.pymc.adapter import (
     ordered_prior_mass,
 )
 from pymc_anneal.pymc.arviz_groups import add_arviz_groups
-from pymc_anneal.pymc.laplace import NUM_STARTS, laplace_base_path
+from pymc_anneal.pymc.laplace import NUM_STARTS, laplace_base_path, missed_modes
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_chain_weights,
@@ -126,8 +126,11 @@ def sample_ais(
     runs: on real models with wide priors and many data,
     20-25 temperatures where the prior needs 700-20,000, and on two modes of unequal width
     that the census found, the right answer where tempering from the prior sees the broad
-    mode only. A mode that no start reaches is missed by this base as by the prior (and by
-    SMC). The attributes ``base_reason``, ``prior_num_steps``, ``laplace_num_steps``,
+    mode only. Where another base runs and its particles (the prior's pilot's first, then
+    the run's, by their weights) hold less than half the share of a mode that the census
+    found, the Laplace base runs instead, or, where it cannot, an ``AnnealingWarning``
+    names the mode. A mode that no start reaches is missed by this base as by the prior
+    (and by SMC): a model's ``initval`` is one of the starts. The attributes ``base_reason``, ``prior_num_steps``, ``laplace_num_steps``,
     ``laplace_modes`` and ``laplace_mode_weights`` record the choice (``laplace_reason``
     why no Laplace base could run).
 
@@ -336,13 +339,16 @@ def sample_ais(
     main_options, fallbacks = choose_loop(path, main_options, draws=draws, chains=chains,
                                           auto_kernel=auto_kernel, auto_backend=auto_backend)
     options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
+    census = None  # the modes that the optimizer found, where the prior's route ran it
     if laplace is not None:
         base, pilot, choice = "laplace", None, {}
     else:
         base, pilot, choice, laplace = _choose_base(model, mp, base, auto, main_options,
                                                     betas, draws, chains, rng)
-        if laplace is not None and base == "laplace":
-            path, fit_info = laplace[:2]
+        if laplace is not None:
+            census = laplace[2]
+            if base == "laplace":
+                path, fit_info = laplace[:2]
     timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
         t0 = time.perf_counter()
@@ -350,14 +356,31 @@ def sample_ais(
             mp.path, options, main_options, schedule, (fit_steps, fit_draws), betas,
             (draws, chains), rng, ckpt, pilot, choice, laplace)
         timings["fit"] = time.perf_counter() - t0
-    result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                           options=main_options, checkpoint=ckpt, pilot=pilot)
-    check_run_weights(path, result)
-    _name_discrete_acceptance(result, mp.value_slices)
-    result.positions = path.to_model(result.positions)
-    result.timings.update(timings)
+
+    def anneal(path, pilot):
+        result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
+                               options=main_options, checkpoint=ckpt, pilot=pilot)
+        check_run_weights(path, result)
+        _name_discrete_acceptance(result, mp.value_slices)
+        result.positions = path.to_model(result.positions)
+        return result
+
+    result = anneal(path, pilot)
     if base == "gaussian":
         _second_opinion(result.log_weights, fit_log_w, fit_steps)
+    missed = [] if census is None or base == "laplace" else missed_modes(
+        census, result.positions, result.log_weights)
+    if missed and laplace[3] is not None and ckpt is None:  # again, from the census's base
+        t0 = time.perf_counter()
+        choice["base_reason"] = (
+            f"the {base} base's run left short {_modes_text(missed, census)} of the "
+            "optimizer's census; run again from the Laplace base, which has a component there")
+        base, (path, fit_info) = "laplace", laplace[:2]
+        result = anneal(path, laplace[3])
+        timings["rerun"] = time.perf_counter() - t0
+    elif missed:
+        _warn_modes_missed(missed, census)
+    result.timings.update(timings)
     variables = mp.to_variables(result.positions, rng)
     tree = _to_datatree(model, result, variables, rng, {
         "schedule": schedule if isinstance(schedule, str) else "custom", "base": base,
@@ -379,12 +402,12 @@ def _laplace_route(model, mp, base: str, rng: np.random.Generator):
     named error)."""
     path = mp.path
     if base == "laplace":
-        return _laplace_base(model, mp, rng)
+        return _laplace_base(model, mp, rng)[:2]
     if base != "auto" or path is None or path.base_scale is not None or path.discrete_dims:
         return None
     fit_rng, mass_rng = rng.spawn(2)
     mass = ordered_prior_mass(model, mp, mass_rng)
-    base_path, info = _laplace_base(model, mp, fit_rng)
+    base_path, info, _ = _laplace_base(model, mp, fit_rng)
     if mass is None:  # draws that overflow where PyMC's transform cannot help: the prior is
         reason = "its draws overflow"  # normalized, only its draws are not to be had
         try:
@@ -407,7 +430,7 @@ def _laplace_route(model, mp, base: str, rng: np.random.Generator):
 
 
 def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
-    """``(path, attrs)`` from the Laplace fit's base, started at the model's initial point
+    """``(path, attrs, modes)`` from the Laplace fit's base, started at the model's initial point
     and at ``positions`` (a pilot's particles: distinct ones, drawn at random) or, without
     them, where the prior can be drawn, at prior draws. The defensive share is the prior
     where it can be drawn, as ``base="gaussian"``'s is; else a Gaussian
@@ -444,9 +467,12 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
 
     Returns the base, the chosen base's pilot (its run then uses it: the same result as
     without it, bit for bit; the Gaussian's fitting run, from the prior too, takes the
-    prior's tuned values), the attributes that record the choice, and ``(path, attrs)`` of
-    the Laplace base where it was chosen (else None). Without ``num_steps="auto"`` there is
-    nothing measured to choose by: the prior."""
+    prior's tuned values), the attributes that record the choice, and ``(path, attrs,
+    modes, pilot)`` of the Laplace base where it was fitted (else None; its pilot None where
+    it failed). Where the prior's pilot left a mode of the fit's census empty
+    (:func:`~pymc_anneal.pymc.laplace.missed_modes`), the Laplace base runs whatever its
+    pilot asks. Without ``num_steps="auto"`` there is nothing measured to choose by: the
+    prior."""
     path = mp.path
     if base != "auto":
         return base, None, {}, None
@@ -460,21 +486,51 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
                       options=options, label=f"{path.name} (choosing the base)")
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
     choice = {"prior_num_steps": prior_steps}
+    found = None
     if not path.discrete_dims and prior_steps > AUTO_LAPLACE_STEPS:
         laplace, laplace_pilot, more = _laplace_pilot(
             model, mp, options, betas, draws, chains, _side_stream(rng), pilot.positions)
         choice.update(more)
         steps = more.get("laplace_num_steps")
-        if laplace_pilot is not None and steps < prior_steps:
-            if steps <= AUTO_BASE_STEPS:
+        found = None if laplace is None else (*laplace, laplace_pilot)
+        if laplace_pilot is not None:
+            missed = missed_modes(laplace[2], pilot.positions, factor=10)
+            if missed:  # tempering's blind spot: the census's base includes the mode
                 return "laplace", laplace_pilot, {**choice, "base_reason": (
-                    f"the Laplace base's pilot asked for {steps} temperatures, the "
-                    f"prior's for {prior_steps}")}, (*laplace, laplace_pilot)
-            # both paths are long: the fitted mixture is tried too (:func:`_gaussian_base`
-            # takes the base whose pilot asks for the fewest temperatures)
-            return "gaussian", pilot, choice, (*laplace, laplace_pilot)
+                    f"the prior's pilot left short {_modes_text(missed, laplace[2])} of "
+                    f"the optimizer's census (the Laplace base's pilot asked for {steps} "
+                    f"temperatures, the prior's for {prior_steps})")}, found
+            if steps < prior_steps:
+                if steps <= AUTO_BASE_STEPS:
+                    return "laplace", laplace_pilot, {**choice, "base_reason": (
+                        f"the Laplace base's pilot asked for {steps} temperatures, the "
+                        f"prior's for {prior_steps}")}, found
+                # both paths are long: the fitted mixture is tried too
+                # (:func:`_gaussian_base` takes the base whose pilot asks for the fewest)
+                return "gaussian", pilot, choice, found
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
-    return chosen, pilot, choice, None
+    return chosen, pilot, choice, found
+
+
+def _modes_text(missed, modes) -> str:
+    """``missed`` (of :func:`~pymc_anneal.pymc.laplace.missed_modes`) in words."""
+    return "; ".join(
+        f"the mode at {np.array2string(modes[k][1], precision=2, threshold=6)} (about "
+        f"{100 * share:.0f} % of the posterior by its Laplace mass, {100 * held:.1f} % of the "
+        "particles' weight)" for k, share, held in missed)
+
+
+def _warn_modes_missed(missed, modes) -> None:
+    """Warn that a run's final particles left modes of the optimizer's census short
+    (:func:`~pymc_anneal.pymc.laplace.missed_modes`), where it cannot run again from the
+    Laplace base: the estimate lacks part of their mass, silently by its weights."""
+    share = min(sum(share for _, share, _ in missed), 0.999)
+    held = sum(held for _, _, held in missed)
+    warn(f"the run's particles left short {_modes_text(missed, modes)}, a mode that the "
+         "optimizer found: the estimate lacks part of its mass and is about "
+         f"{np.log((1 - held) / (1 - share)):.2f} nats low (tempering's blind spot for modes "
+         'of unequal width). Run with base="laplace", which puts a component of the base at '
+         "each mode found.")
 
 
 def _side_stream(rng: np.random.Generator) -> np.random.Generator:
@@ -488,18 +544,18 @@ def _side_stream(rng: np.random.Generator) -> np.random.Generator:
 
 def _laplace_pilot(model, mp, options, betas, draws, chains, rng, positions):
     """The Laplace fit's base (a component per mode found) and its pilot: ``(laplace,
-    pilot, attrs)`` with ``laplace`` the ``(path, attrs)`` of :func:`_laplace_base`;
-    ``(None, None, attrs)`` with the reason where the fit failed or its base cannot run."""
+    pilot, attrs)`` with ``laplace`` the ``(path, attrs, modes)`` of :func:`_laplace_base`;
+    ``(None, None, attrs)`` with the reason where the fit failed, ``(laplace, None,
+    attrs)`` where its base cannot run."""
     try:
         laplace = _laplace_base(model, mp, rng, positions)
     except AnnealingError as error:
         return None, None, {"laplace_reason": f"the fit failed: {error}"}
-    base_path, info = laplace
     try:
-        pilot = run_pilot(base_path, betas=betas, draws=draws, chains=chains, rng=rng,
+        pilot = run_pilot(laplace[0], betas=betas, draws=draws, chains=chains, rng=rng,
                           options=options, label=f"{mp.path.name} (choosing the base)")
     except AnnealingError as error:
-        return None, None, {"laplace_reason": f"its pilot failed: {error}"}
+        return laplace, None, {"laplace_reason": f"its pilot failed: {error}"}
     steps = pilot.schedule(options.tuning)[0].size - 1
     return laplace, pilot, {"laplace_num_steps": steps}
 
@@ -532,7 +588,7 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
                       options=main_options, label=f"{path.name} (checking the base)")
     choice["gaussian_num_steps"] = pilot.schedule(main_options.tuning)[0].size - 1
     steps = {"gaussian": choice["gaussian_num_steps"], "prior": choice["prior_num_steps"]}
-    if laplace is not None:
+    if laplace is not None and laplace[3] is not None:
         steps["laplace"] = choice["laplace_num_steps"]
     best = min(steps, key=lambda name: (steps[name], name != "gaussian"))
     choice["base_reason"] = ", ".join(f"{k}: {v}" for k, v in steps.items())
@@ -540,7 +596,7 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
     if best == "gaussian":
         return "gaussian", mixture, pilot, rng, fit_info, fit_log_w
     if best == "laplace":
-        laplace_path, laplace_info, laplace_pilot = laplace
+        laplace_path, laplace_info, _, laplace_pilot = laplace
         return "laplace", laplace_path, laplace_pilot, prior_rng, laplace_info, None
     return "prior", path, prior_pilot, prior_rng, {}, None
 
