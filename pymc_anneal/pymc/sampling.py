@@ -452,7 +452,7 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
     if drawable:
         starts = np.concatenate([starts, path.sample_base(rng, NUM_STARTS)])
     return laplace_base_path(path, starts, rng, num_starts=max(len(starts), NUM_STARTS),
-                             prior_defensive=drawable, reference=positions)
+                             prior_defensive=drawable)
 
 
 def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
