@@ -601,10 +601,11 @@ def _unwhiten(z, mean, chol, continuous: np.ndarray, num_dims: int):
     model's: of the loop's log densities, of the base's draws, of the final particles."""
     index = (slice(None),) * (z.ndim - 1) + (continuous,)
     moved = mean + z[index] @ chol.T
-    if continuous.size == num_dims:
-        return moved
     if isinstance(z, np.ndarray):
+        if continuous.size == num_dims:
+            return moved
         x = z.copy()
         x[index] = moved
         return x
-    return pt.set_subtensor(z[index], moved)
+    x = moved if continuous.size == num_dims else pt.set_subtensor(z[index], moved)
+    return pt.specify_shape(x, z.shape)

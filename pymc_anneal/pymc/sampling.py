@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import time
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 import pymc as pm
@@ -331,24 +332,23 @@ def sample_ais(
     main_options = options.replace(tuning=dataclasses.replace(
         options.tuning, auto_variance=auto_variance(dlogz, draws * chains))) if auto else options
     path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
-    laplace = _laplace_route(model, mp, base, rng)
-    if laplace is not None:  # the prior cannot be drawn: a base found by optimization
-        path, fit_info = laplace
+    route = _laplace_route(model, mp, base, rng)
+    if route is not None:  # the prior cannot be drawn: a base found by optimization
+        path, fit_info = route
     # a kernel or backend that cannot build this model's loop is replaced (if "auto") or
     # refused here, before any run
     main_options, fallbacks = choose_loop(path, main_options, draws=draws, chains=chains,
                                           auto_kernel=auto_kernel, auto_backend=auto_backend)
     options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
-    census = None  # the modes that the optimizer found, where the prior's route ran it
-    if laplace is not None:
+    census = laplace = None  # the Laplace fit where the prior's route made one, its modes
+    if route is not None:
         base, pilot, choice = "laplace", None, {}
     else:
         base, pilot, choice, laplace = _choose_base(model, mp, base, auto, main_options,
-                                                    betas, draws, chains, rng)
-        if laplace is not None:
-            census = laplace[2]
-            if base == "laplace":
-                path, fit_info = laplace[:2]
+                                                    betas, draws, chains, rng, auto_backend)
+        census = None if laplace is None else laplace.modes
+        if base == "laplace":
+            path, fit_info, main_options = laplace.path, laplace.info, laplace.options
     timings = {"choose_base": time.perf_counter() - timings["choose_base"]} if choice else {}
     if base == "gaussian":
         t0 = time.perf_counter()
@@ -356,6 +356,8 @@ def sample_ais(
             mp.path, options, main_options, schedule, (fit_steps, fit_draws), betas,
             (draws, chains), rng, ckpt, pilot, choice, laplace)
         timings["fit"] = time.perf_counter() - t0
+        if base == "laplace":  # the fewest temperatures: its loop's options
+            main_options = laplace.options
 
     def anneal(path, pilot):
         result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
@@ -370,13 +372,13 @@ def sample_ais(
         _second_opinion(result.log_weights, fit_log_w, fit_steps)
     missed = [] if census is None or base == "laplace" else missed_modes(
         census, result.positions, result.log_weights)
-    if missed and laplace[3] is not None and ckpt is None:  # again, from the census's base
+    if missed and laplace.pilot is not None and ckpt is None:  # again, from the census's base
         t0 = time.perf_counter()
         choice["base_reason"] = (
             f"the {base} base's run left short {_modes_text(missed, census)} of the "
             "optimizer's census; run again from the Laplace base, which has a component there")
-        base, (path, fit_info) = "laplace", laplace[:2]
-        result = anneal(path, laplace[3])
+        base, path, fit_info, main_options = "laplace", laplace.path, laplace.info, laplace.options
+        result = anneal(path, laplace.pilot)
         timings["rerun"] = time.perf_counter() - t0
     elif missed:
         _warn_modes_missed(missed, census)
@@ -455,8 +457,19 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
                              prior_defensive=drawable)
 
 
+class _LaplaceFit(NamedTuple):
+    """The Laplace base that ``base="auto"`` fitted: its path, attributes and census of
+    modes, its pilot (None where it failed) and the run options its loop builds with."""
+
+    path: Path
+    info: dict
+    modes: list
+    pilot: Pilot | None
+    options: RunOptions
+
+
 def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
-                 draws: int, chains: int, rng: np.random.Generator):
+                 draws: int, chains: int, rng: np.random.Generator, auto_backend: bool):
     """``base="auto"``: the base whose pilot asks for the fewest temperatures. The prior's
     pilot runs first; where it asks for more than :data:`AUTO_LAPLACE_STEPS` temperatures,
     on a model without annealed discrete variables, its particles seed the Laplace fit's
@@ -467,9 +480,8 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
 
     Returns the base, the chosen base's pilot (its run then uses it: the same result as
     without it, bit for bit; the Gaussian's fitting run, from the prior too, takes the
-    prior's tuned values), the attributes that record the choice, and ``(path, attrs,
-    modes, pilot)`` of the Laplace base where it was fitted (else None; its pilot None where
-    it failed). Where the prior's pilot left a mode of the fit's census empty
+    prior's tuned values), the attributes that record the choice, and the
+    :class:`_LaplaceFit` where one was made (else None). Where the prior's pilot left a mode of the fit's census empty
     (:func:`~pymc_anneal.pymc.laplace.missed_modes`), the Laplace base runs whatever its
     pilot asks. Without ``num_steps="auto"`` there is nothing measured to choose by: the
     prior."""
@@ -488,16 +500,16 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
     choice = {"prior_num_steps": prior_steps}
     found = None
     if not path.discrete_dims and prior_steps > AUTO_LAPLACE_STEPS:
-        laplace, laplace_pilot, more = _laplace_pilot(
-            model, mp, options, betas, draws, chains, _side_stream(rng), pilot.positions)
+        found, more = _laplace_pilot(model, mp, options, betas, draws, chains,
+                                     _side_stream(rng), pilot.positions, auto_backend)
         choice.update(more)
         steps = more.get("laplace_num_steps")
-        found = None if laplace is None else (*laplace, laplace_pilot)
+        laplace_pilot = None if found is None else found.pilot
         if laplace_pilot is not None:
-            missed = missed_modes(laplace[2], pilot.positions, factor=10)
+            missed = missed_modes(found.modes, pilot.positions, factor=10)
             if missed:  # tempering's blind spot: the census's base includes the mode
                 return "laplace", laplace_pilot, {**choice, "base_reason": (
-                    f"the prior's pilot left short {_modes_text(missed, laplace[2])} of "
+                    f"the prior's pilot left short {_modes_text(missed, found.modes)} of "
                     f"the optimizer's census (the Laplace base's pilot asked for {steps} "
                     f"temperatures, the prior's for {prior_steps})")}, found
             if steps < prior_steps:
@@ -542,22 +554,31 @@ def _side_stream(rng: np.random.Generator) -> np.random.Generator:
         seq.entropy, spawn_key=(*seq.spawn_key, 2**32 - 41), pool_size=seq.pool_size))
 
 
-def _laplace_pilot(model, mp, options, betas, draws, chains, rng, positions):
-    """The Laplace fit's base (a component per mode found) and its pilot: ``(laplace,
-    pilot, attrs)`` with ``laplace`` the ``(path, attrs, modes)`` of :func:`_laplace_base`;
-    ``(None, None, attrs)`` with the reason where the fit failed, ``(laplace, None,
-    attrs)`` where its base cannot run."""
+def _laplace_pilot(model, mp, options, betas, draws, chains, rng, positions,
+                   auto_backend: bool):
+    """The Laplace fit's base (a component per mode found) and its pilot: ``(fit, attrs)``
+    with ``fit`` a :class:`_LaplaceFit` (its pilot None, and the reason in ``attrs``, where
+    its base cannot run), or None where the fit failed. With ``auto_backend`` a loop that
+    the run's backend cannot build on this path (JAX: Mb's Alloc of a shape computed in
+    the graph) is built on Numba or C (:func:`~pymc_anneal.driver.cache.choose_loop`;
+    ``laplace_backend_fallback`` says so)."""
     try:
-        laplace = _laplace_base(model, mp, rng, positions)
+        path, info, modes = _laplace_base(model, mp, rng, positions)
     except AnnealingError as error:
-        return None, None, {"laplace_reason": f"the fit failed: {error}"}
+        return None, {"laplace_reason": f"the fit failed: {error}"}
+    attrs = {}
     try:
-        pilot = run_pilot(laplace[0], betas=betas, draws=draws, chains=chains, rng=rng,
+        if auto_backend:
+            options, fallback = choose_loop(path, options, draws=draws, chains=chains,
+                                            auto_backend=True)
+            attrs.update({f"laplace_{k}": v for k, v in fallback.items()})
+        pilot = run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
                           options=options, label=f"{mp.path.name} (choosing the base)")
     except AnnealingError as error:
-        return laplace, None, {"laplace_reason": f"its pilot failed: {error}"}
-    steps = pilot.schedule(options.tuning)[0].size - 1
-    return laplace, pilot, {"laplace_num_steps": steps}
+        return _LaplaceFit(path, info, modes, None, options), {
+            **attrs, "laplace_reason": f"its pilot failed: {error}"}
+    attrs["laplace_num_steps"] = pilot.schedule(options.tuning)[0].size - 1
+    return _LaplaceFit(path, info, modes, pilot, options), attrs
 
 
 def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng, ckpt,
@@ -572,7 +593,7 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
     would otherwise cost more than the prior. Then the prior runs as ``base="prior"`` would
     (its pilot and the generator as they were: the same result, bit for bit). The pilot of
     the mixture's path is the one its run would run first (``pilot=``: the same result).
-    ``laplace``, ``(path, attrs, pilot)`` of a Laplace base whose path is long too, is a
+    ``laplace``, the :class:`_LaplaceFit` of a Laplace base whose path is long too, is a
     third candidate: the base whose pilot asks for the fewest temperatures runs (ties to
     the mixture), and ``base_reason`` lists the three."""
     draws, chains = size
@@ -588,7 +609,7 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
                       options=main_options, label=f"{path.name} (checking the base)")
     choice["gaussian_num_steps"] = pilot.schedule(main_options.tuning)[0].size - 1
     steps = {"gaussian": choice["gaussian_num_steps"], "prior": choice["prior_num_steps"]}
-    if laplace is not None and laplace[3] is not None:
+    if laplace is not None and laplace.pilot is not None:
         steps["laplace"] = choice["laplace_num_steps"]
     best = min(steps, key=lambda name: (steps[name], name != "gaussian"))
     choice["base_reason"] = ", ".join(f"{k}: {v}" for k, v in steps.items())
@@ -596,8 +617,7 @@ def _gaussian_base(path, options, main_options, schedule, fit, betas, size, rng,
     if best == "gaussian":
         return "gaussian", mixture, pilot, rng, fit_info, fit_log_w
     if best == "laplace":
-        laplace_path, laplace_info, _, laplace_pilot = laplace
-        return "laplace", laplace_path, laplace_pilot, prior_rng, laplace_info, None
+        return "laplace", laplace.path, laplace.pilot, prior_rng, laplace.info, None
     return "prior", path, prior_pilot, prior_rng, {}, None
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 import pymc_anneal as pa
 from pymc_anneal.exceptions import AnnealingError
@@ -269,8 +269,8 @@ def _report_a_long_laplace_path(monkeypatch):
     from pymc_anneal.pymc import sampling
 
     def long(*args, **kwargs):
-        laplace_fit, pilot, more = original(*args, **kwargs)
-        return laplace_fit, pilot, {**more, "laplace_num_steps": 10**6}
+        fit, attrs = original(*args, **kwargs)
+        return fit, {**attrs, "laplace_num_steps": 10**6}
 
     original = sampling._laplace_pilot
     monkeypatch.setattr(sampling, "_laplace_pilot", long)
@@ -316,8 +316,8 @@ def test_a_mode_left_empty_is_warned_where_the_laplace_base_cannot_run(case, mon
     from pymc_anneal.pymc import sampling
 
     def failing(*args, **kwargs):
-        laplace_fit, _, _ = original(*args, **kwargs)
-        return laplace_fit, None, {"laplace_reason": "its pilot failed: (in this test)"}
+        fit, _ = original(*args, **kwargs)
+        return fit._replace(pilot=None), {"laplace_reason": "its pilot failed: (in this test)"}
 
     original = sampling._laplace_pilot
     monkeypatch.setattr(sampling, "_laplace_pilot", failing)
@@ -350,4 +350,57 @@ def test_a_mode_of_negligible_mass_gets_no_component():
     exact = np.log(np.sqrt(2 * np.pi)) + stats.norm(0.0, np.sqrt(10001.0)).logpdf(40.0)
     idata = pa.sample_ais(model=model, base="laplace", random_seed=8, **KW)
     assert idata.attrs["laplace_modes"] == 1
+    _within(idata, exact)
+
+
+def _capture_model():
+    """posteriordb's Mb, in small: a matrix of capture probabilities built with
+    ``pt.zeros`` and ``set_subtensor`` from a scalar free variable (an Alloc whose shape
+    the particle batch enters). ``p ~ Uniform(0, 1)``, 15 Bernoulli outcomes: the exact
+    evidence is the Beta function ``B(s + 1, n - s + 1)``."""
+    y = np.array([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0], [0, 0, 0]], dtype=float)
+    with pm.Model() as model:
+        p = pm.Uniform("p", 0.0, 1.0)
+        p_eff = pt.zeros(y.shape)
+        for j in range(y.shape[1]):
+            p_eff = pt.set_subtensor(p_eff[:, j], p)
+        pm.Potential("likelihood", pt.sum(y * pt.log(p_eff) + (1 - y) * pt.log(1 - p_eff)))
+    s, n = y.sum(), y.size
+    return model, float(special.betaln(s + 1, n - s + 1))
+
+
+def test_the_laplace_path_keeps_the_batch_shape_for_jax():
+    """Mb: the Laplace base's path maps whitened coordinates to the model's (mean + L z),
+    whose batch size PyTensor then computed by broadcasting, and JAX cannot trace an Alloc
+    of a computed shape: the Laplace pilot failed and the prior ran (60-70 s where the
+    Laplace base takes 26). The map keeps the shape of ``z``; the evidence is exact."""
+    pytest.importorskip("jax")
+    model, exact = _capture_model()
+    idata = pa.sample_ais(model=model, base="laplace", backend="jax", random_seed=9, **KW)
+    assert idata.attrs["backend"] == "jax"
+    _within(idata, exact)
+
+
+def test_a_laplace_loop_that_its_backend_cannot_build_runs_on_another(monkeypatch):
+    """Where the run's backend cannot build the Laplace base's loop (and the user left the
+    backend to the package), its pilot and run take the backend that
+    :func:`~pymc_anneal.driver.cache.choose_loop` picks, with ``laplace_backend_fallback``
+    in attrs, rather than leaving the Laplace base. JAX is made to refuse every fitted
+    base's path here."""
+    from pymc_anneal.pymc import sampling
+
+    def refuse_fitted_bases(path, options, **kwargs):
+        if "base_chol" in path.parameters and options.backend == "jax":
+            assert kwargs["auto_backend"]
+            return original(path, options.replace(backend="numba"), **kwargs)[0], {
+                "backend_fallback": "jax -> numba: (refused in this test)"}
+        return original(path, options, **kwargs)
+
+    original = sampling.choose_loop
+    monkeypatch.setattr(sampling, "choose_loop", refuse_fitted_bases)
+    model, exact = _vague_regression()
+    idata = pa.sample_ais(model=model, random_seed=4, **KW)
+    assert idata.attrs["base"] == "laplace", dict(idata.attrs)
+    assert idata.attrs["backend"] == "numba"
+    assert idata.attrs["laplace_backend_fallback"].startswith("jax -> numba")
     _within(idata, exact)
