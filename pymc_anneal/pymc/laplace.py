@@ -20,7 +20,7 @@ import numpy as np
 import pytensor.tensor as pt
 from scipy.optimize import minimize
 
-from pymc_anneal.backends import compile_one_off
+from pymc_anneal.backends import compile_repeated
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path, mixture_base_path
 
@@ -54,11 +54,12 @@ NEGLIGIBLE_LOG_MASS = -30.0
 
 
 def _log_density_function(path: Path):
-    """``x (n, d) -> (log pi (n,), grad (n, d))`` of the path's target, in Python mode."""
+    """``x (n, d) -> (log pi (n,), grad (n, d))`` of the path's target, in Python mode (in
+    C where the graph has a scan: :func:`~pymc_anneal.backends.compile_repeated`)."""
     x = pt.matrix("x", dtype="float64")
     log_base, log_ratio = path.build_log_densities(x)
     total = log_base + log_ratio
-    fn = compile_one_off([x], [total, pt.grad(total.sum(), x)])
+    fn = compile_repeated([x], [total, pt.grad(total.sum(), x)])
     return lambda points: [np.asarray(v, dtype=np.float64) for v in fn(points)]
 
 
