@@ -48,8 +48,8 @@ def test_a_short_path_keeps_the_prior_bit_for_bit(normal_mean, monkeypatch):
     laplace_pilot = sampling._laplace_pilot
 
     def long_path(*args, **kwargs):
-        laplace, pilot, attrs = laplace_pilot(*args, **kwargs)
-        return laplace, pilot, {**attrs, "laplace_num_steps": 10**6}
+        fit, attrs = laplace_pilot(*args, **kwargs)
+        return fit, {**attrs, "laplace_num_steps": 10**6}
 
     monkeypatch.setattr(sampling, "_laplace_pilot", long_path)
     monkeypatch.setattr(sampling, "AUTO_LAPLACE_STEPS", 0)
@@ -72,7 +72,7 @@ def test_a_poor_fit_falls_back_to_the_prior_bit_for_bit(normal_mean, monkeypatch
     _, model = normal_mean
     monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", 0)  # every path "long": the mixture
     monkeypatch.setattr(sampling, "_laplace_pilot",  # never the Laplace base
-                        lambda *args: (None, None, {"laplace_reason": "switched off"}))
+                        lambda *args: (None, {"laplace_reason": "switched off"}))
     light = {**SMALL, "draws": 100, "num_pilot": 64, "fit_steps": 50}
     good = pa.sample_ais(model=model, random_seed=4, **light)
     assert good.attrs["base"] == "gaussian"
@@ -120,7 +120,7 @@ def test_a_bimodal_posterior_is_right_or_warned(threshold, monkeypatch):
     model, exact = _bimodal()
     monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", threshold)
     monkeypatch.setattr(sampling, "_laplace_pilot",
-                        lambda *args: (None, None, {"laplace_reason": "switched off"}))
+                        lambda *args: (None, {"laplace_reason": "switched off"}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         idata = pa.sample_ais(model=model, draws=500, chains=2, progressbar=False,
