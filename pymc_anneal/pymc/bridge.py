@@ -290,13 +290,13 @@ def bridge_sampling(
 # ----------------------------------------------------------------------- inputs and model
 
 
-def _posterior(idata) -> xr.Dataset:
-    """The posterior group of ``idata``, or a clear error."""
+def _posterior(idata, who: str = "bridge_sampling") -> xr.Dataset:
+    """The posterior group of ``idata``, or a clear error (``who`` needs it)."""
     if not isinstance(idata, xr.DataTree) or "posterior" not in idata.children:
         what = (f"a DataTree with groups {sorted(idata.children)}"
                 if isinstance(idata, xr.DataTree) else type(idata).__name__)
         raise AnnealingError(
-            f"bridge_sampling needs the result of pm.sample (a DataTree with a 'posterior' "
+            f"{who} needs the result of pm.sample (a DataTree with a 'posterior' "
             f"group of draws over chain and draw), got {what}. Run pm.sample on the model "
             "first, or pass its result.")
     posterior = idata["posterior"].to_dataset()
@@ -378,10 +378,13 @@ def _functions(mp: ModelPath, model: pm.Model) -> _Functions:
     return functions
 
 
-def _unconstrained_draws(posterior: xr.Dataset, mp: ModelPath,
-                         functions: _Functions) -> np.ndarray:
+def _unconstrained_draws(posterior: xr.Dataset, mp: ModelPath, functions: _Functions,
+                         min_draws: int = 2 * MIN_HALF_DRAWS,
+                         needs: str = "bridge_sampling needs at least {} draws per chain (half "
+                         "fit the proposal, half are the posterior side)") -> np.ndarray:
     """The posterior draws (chains, draws, d) in the path's coordinates, after checking
-    their names, shapes and number."""
+    their names, shapes and number (at least ``min_draws`` per chain; ``needs`` says why,
+    with ``{}`` for the number)."""
     expected = {rv.name: functions.shapes[rv.name] for rv in functions.rvs}
     missing = sorted(set(expected) - set(posterior.data_vars))
     if missing:
@@ -400,10 +403,9 @@ def _unconstrained_draws(posterior: xr.Dataset, mp: ModelPath,
                 "Pass the model that pm.sample ran on, with its data.")
         values[name] = array
     chains, num_draws = next(iter(values.values())).shape[:2]
-    if num_draws < 2 * MIN_HALF_DRAWS:
+    if num_draws < min_draws:
         raise AnnealingError(
-            f"bridge_sampling needs at least {2 * MIN_HALF_DRAWS} draws per chain (half fit "
-            f"the proposal, half are the posterior side), got {num_draws}. Run pm.sample "
+            f"{needs.format(min_draws)}, got {num_draws}. Run pm.sample "
             "with more draws (1000 is a good default).")
     if not all(np.all(np.isfinite(v)) for v in values.values()):
         raise AnnealingError("the posterior draws contain NaN or infinite values; pass the "

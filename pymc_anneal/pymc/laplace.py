@@ -1,4 +1,5 @@
-r"""A base found by optimization: a Laplace fit at each mode found (issue 41).
+r"""Bases fitted to the posterior without annealing: a Laplace fit at each mode found by
+optimization, or a Gaussian fitted to posterior draws that the user already has (issue 41).
 
 AIS from any normalized base :math:`q` to the model's density as written,
 :math:`\pi(\theta) = p(\theta)\,p(y \mid \theta)` in the unconstrained space (Jacobians
@@ -11,7 +12,9 @@ negative Hessian (central differences of the gradient) as its covariance, widene
 where the prior cannot be drawn, of the first Gaussian :data:`DEFENSIVE_WIDTH` times wider
 (Hesterberg 1995), so that a poor fit costs variance, never bias. :func:`missed_modes`
 checks a run from another base against the census: a mode its particles left short is the
-sign of tempering's blind spot.
+sign of tempering's blind spot. :func:`draws_base_path` fits the same kind of mixture to
+draws of ``pm.sample`` (``sample_ais(base=idata)``): one Gaussian per group of chains that
+found the same region.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from scipy.optimize import minimize
 
 from pymc_anneal.backends import compile_repeated
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.paths import Path, mixture_base_path
+from pymc_anneal.paths import Path, fit_gaussian, mixture_base_path
 
-__all__ = ["DEFENSIVE_WIDTH", "MAX_STEEPNESS", "MIN_MODE_SHARE", "NUM_STARTS", "WIDTH", "fit_laplace",
-           "fit_modes", "laplace_base_path", "laplace_mass", "missed_modes", "mode_shares"]
+__all__ = ["DEFENSIVE_WIDTH", "MAX_STEEPNESS", "MIN_MODE_SHARE", "NUM_STARTS", "WIDTH",
+           "draws_base_path", "fit_laplace", "fit_modes", "laplace_base_path", "laplace_mass",
+           "missed_modes", "mode_shares"]
 
 NUM_STARTS = 8
 """L-BFGS starts of each kind: ``sample_ais`` starts at the model's initial point, at this
@@ -199,6 +203,43 @@ def laplace_base_path(path: Path, starts: np.ndarray, rng: np.random.Generator,
                              defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
     info["laplace_mode_weights"] = [float(w) for w in weights / weights.sum()]
     return base, info, modes
+
+
+def draws_base_path(path: Path, draws: np.ndarray, prior_defensive: bool = False
+                    ) -> tuple[Path, dict]:
+    """The path from a base fitted to posterior draws (``draws``: chains, draws, d, in the
+    path's coordinates) and what to record of the fit.
+
+    Chains are grouped by where they went: a chain whose mean is within one standard
+    deviation (in the metric of the first chain of a group, as the census's modes are told
+    apart) of a group's joins it, else it starts one (chains stuck in different modes of a
+    mixture). Each group gets a Gaussian fitted to its draws (mean and Ledoit-Wolf-shrunk
+    covariance, :func:`~pymc_anneal.paths.fit_gaussian`), weighted by its share of the
+    draws, mixed with the defensive share as :func:`laplace_base_path`'s (the prior where
+    ``prior_defensive``, else the first Gaussian :data:`DEFENSIVE_WIDTH` times wider). The
+    draws make the base only (``base_draws`` counts them, ``base_draws_group`` gives each
+    chain's group): the estimate is unbiased whatever they are, and draws of
+    another model or other data only cost temperatures."""
+    draws = np.asarray(draws, dtype=np.float64)
+    groups: list[tuple[np.ndarray, np.ndarray, list[int]]] = []
+    for c, chain in enumerate(draws):
+        mean, cov = fit_gaussian(chain)
+        for first_mean, first_cov, members in groups:
+            if _within_one_sd(mean, first_mean, first_cov):
+                members.append(c)
+                break
+        else:
+            groups.append((mean, cov, [c]))
+    fits = [fit_gaussian(draws[members].reshape(-1, draws.shape[-1]), inflation=WIDTH**2)
+            for _, _, members in groups]
+    weights = np.array([len(members) for _, _, members in groups], dtype=np.float64)
+    base = mixture_base_path(path, np.array([m for m, _ in fits]),
+                             np.array([c for _, c in fits]), weights,
+                             defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
+    group_of = [next(g for g, (_, _, members) in enumerate(groups) if c in members)
+                for c in range(draws.shape[0])]
+    return base, {"base_draws": int(draws.shape[0] * draws.shape[1]),
+                  "base_draws_group": group_of}
 
 
 def mode_shares(modes, positions: np.ndarray, log_weights: np.ndarray | None = None

@@ -48,7 +48,13 @@ from pymc_anneal.pymc.adapter import (
     ordered_prior_mass,
 )
 from pymc_anneal.pymc.arviz_groups import add_arviz_groups
-from pymc_anneal.pymc.laplace import NUM_STARTS, laplace_base_path, missed_modes
+from pymc_anneal.pymc.bridge import _functions, _posterior, _unconstrained_draws
+from pymc_anneal.pymc.laplace import (
+    NUM_STARTS,
+    draws_base_path,
+    laplace_base_path,
+    missed_modes,
+)
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import (
     check_chain_weights,
@@ -191,7 +197,7 @@ def sample_ais(
     schedule : str or array, default "power"
         One of :data:`pymc_anneal.schedules.SCHEDULES` or an array of inverse temperatures
         strictly increasing from 0 to 1.
-    base : {"auto", "prior", "gaussian", "laplace"}, default "auto"
+    base : {"auto", "prior", "gaussian", "laplace"} or DataTree, default "auto"
         Anneal from the prior (robust), from a Gaussian fitted to the posterior by a short
         AIS run, mixed with 10% of the prior (fast and accurate for unimodal posteriors,
         also in high dimensions), or from the Laplace base described above (fastest where
@@ -202,7 +208,14 @@ def sample_ais(
         :data:`AUTO_BASE_STEPS` (1000), where the fitted mixture takes over (the prior's
         share keeps a mode that the Gaussian misses reachable, and the fitting run gives a
         second opinion), unless the pilot on the mixture's path asks for more temperatures
-        than the prior's (a poor fit): then the prior runs. The result's ``base``
+        than the prior's (a poor fit): then the prior runs. Posterior draws you already
+        have (the DataTree of ``pm.sample``, NUTS or any sampler) make the base instead:
+        a Gaussian fitted to each group of chains that went to the same region (mean and
+        shrunk covariance), weighted by their draws, mixed with 10 % of the prior (of a
+        wide Gaussian where the prior cannot be drawn), so the estimate stays unbiased
+        whatever the draws (draws that did not mix, or of other data, only cost
+        temperatures); ``base`` is then ``"draws"``, ``base_draws`` counts them and
+        ``base_draws_group`` gives each chain's group. The result's ``base``
         attribute says which base ran, ``prior_num_steps`` the prior pilot's K and
         ``gaussian_num_steps`` the mixture's.
     kernel : {"auto", "hais", "hmc", "mala", "metropolis"} or callable, default "auto"
@@ -302,12 +315,15 @@ def sample_ais(
     """
     arguments = dict(locals())
     model = check_model(model)
+    base, base_draws = _base_choice(base)
+    if base_draws is not None:  # the checkpoint is keyed on the draws themselves
+        arguments["base"] = {name: np.asarray(var.values)
+                             for name, var in base_draws.data_vars.items()}
     auto_kernel = isinstance(kernel, str) and kernel.lower() == "auto"
     auto_backend = backend is None or (isinstance(backend, str) and backend.lower() == "auto")
     kernel = "hais" if auto_kernel else kernel
     draws = check_count("draws", draws, 2)
     chains = check_count("chains", chains, 1)
-    base = check_choice("base", base, BASES)
     num_steps, dlogz = check_num_steps(num_steps, schedule, dlogz)
     check_num_steps_budget(num_steps, draws=draws, chains=chains)  # before the schedule
     auto = num_steps == "auto"
@@ -332,8 +348,11 @@ def sample_ais(
     main_options = options.replace(tuning=dataclasses.replace(
         options.tuning, auto_variance=auto_variance(dlogz, draws * chains))) if auto else options
     path, fit_info, timings = mp.path, {}, {"choose_base": time.perf_counter()}
-    route = _laplace_route(model, mp, base, rng)
-    if route is not None:  # the prior cannot be drawn: a base found by optimization
+    if base_draws is not None:  # a base fitted to the user's posterior draws
+        route, routed = _draws_base(model, mp, base_draws, rng), "draws"
+    else:  # asked for, or the prior cannot be drawn: a base found by optimization
+        route, routed = _laplace_route(model, mp, base, rng), "laplace"
+    if route is not None:
         path, fit_info = route
     # a kernel or backend that cannot build this model's loop is replaced (if "auto") or
     # refused here, before any run
@@ -342,7 +361,7 @@ def sample_ais(
     options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
     census = laplace = None  # the Laplace fit where the prior's route made one, its modes
     if route is not None:
-        base, pilot, choice = "laplace", None, {}
+        base, pilot, choice = routed, None, {}
     else:
         base, pilot, choice, laplace = _choose_base(model, mp, base, auto, main_options,
                                                     betas, draws, chains, rng, auto_backend)
@@ -394,6 +413,61 @@ def sample_ais(
     return add_arviz_groups(tree, model, log_likelihood=log_likelihood)
 
 
+def _base_choice(base) -> tuple[str, xr.Dataset | None]:
+    """``sample_ais``'s ``base``: a name of :data:`BASES`, or posterior draws (the result of
+    ``pm.sample``), then ``("draws", their posterior group)``."""
+    if isinstance(base, str):
+        return check_choice("base", base, BASES), None
+    if isinstance(base, xr.DataTree):
+        return "draws", _posterior(base, who="sample_ais(base=...)")
+    raise AnnealingError(
+        f"base must be one of {list(BASES)} or posterior draws of the model (the DataTree "
+        f"that pm.sample returns), got {type(base).__name__}. Pass base=pm.sample(...) to "
+        "fit the base to draws you have.")
+
+
+def _draws_base(model, mp, posterior: xr.Dataset, rng: np.random.Generator):
+    """``base=idata``: ``(path, attrs)`` of a base fitted to the posterior draws
+    (:func:`~pymc_anneal.pymc.laplace.draws_base_path`), their names and shapes checked
+    against the model's (as :func:`pymc_anneal.bridge_sampling` checks them). Its defensive
+    share is the prior where the prior can be drawn; where it cannot because of
+    ``transform=ordered``, the warning that the prior as written is not normalized."""
+    path = mp.path
+    if path.discrete_dims:
+        raise AnnealingError(
+            "a base fitted to posterior draws covers continuous coordinates only, and this "
+            f"model anneals the discrete variables {_annealed_discrete(mp)}; use "
+            'base="prior" or base="gaussian".')
+    draws = _unconstrained_draws(posterior, mp, _functions(mp, model), min_draws=2, needs=(
+        "a base fitted to posterior draws needs at least {} draws per chain"))
+    drawable = path.base_scale is not None
+    base_path, info = draws_base_path(path, draws, prior_defensive=drawable)
+    reason = "fitted to the posterior draws given (base=idata)"
+    if not drawable:
+        info.update(_ordered_note(model, mp, _side_stream(rng))[0])
+    return base_path, {**info, "base_reason": reason}
+
+
+def _ordered_note(model, mp, rng: np.random.Generator, what: str = "") -> tuple[dict, str]:
+    """Where the prior cannot be drawn because of ``transform=ordered``: an
+    ``AnnealingWarning`` that the prior as written is not normalized, and by how much (then
+    ``what``, the base that runs), the attributes that record it and the variables' names;
+    else ``({}, "")``."""
+    mass = ordered_prior_mass(model, mp, rng)
+    if mass is None:
+        return {}, ""
+    names = ", ".join(repr(n) for n in mass["ordered"])
+    warn(
+        f"the prior as written is not normalized: {names} (transform=ordered) has the density "
+        "of its unordered prior restricted to the ordered region, whose prior mass is "
+        f"exp({mass['log_prior_mass']:.3f} +/- {mass['log_prior_mass_se']:.3f}). The log "
+        "evidence reported is that of the model as written (the integral of its density); "
+        f"with the prior normalized it is {-mass['log_prior_mass']:.3f} higher. Compare "
+        f"models on the same footing.{what}")
+    return {"log_prior_mass": mass["log_prior_mass"],
+            "log_prior_mass_se": mass["log_prior_mass_se"]}, names
+
+
 def _laplace_route(model, mp, base: str, rng: np.random.Generator):
     """``base="auto"`` on a model whose prior cannot be drawn: ``(path, attrs)`` from a
     Laplace fit's base (:mod:`pymc_anneal.pymc.laplace`). Where that is because of
@@ -404,30 +478,24 @@ def _laplace_route(model, mp, base: str, rng: np.random.Generator):
     named error)."""
     path = mp.path
     if base == "laplace":
-        return _laplace_base(model, mp, rng)[:2]
+        base_path, info, _ = _laplace_base(model, mp, rng)
+        if path.base_scale is None:  # its note, from a stream the run never reaches
+            info.update(_ordered_note(model, mp, _side_stream(rng))[0])
+        return base_path, info
     if base != "auto" or path is None or path.base_scale is not None or path.discrete_dims:
         return None
     fit_rng, mass_rng = rng.spawn(2)
-    mass = ordered_prior_mass(model, mp, mass_rng)
+    note, names = _ordered_note(model, mp, copy.deepcopy(mass_rng), what=(
+        " (The prior cannot be drawn, so the base is a Laplace fit found by optimization.)"))
     base_path, info, _ = _laplace_base(model, mp, fit_rng)
-    if mass is None:  # draws that overflow where PyMC's transform cannot help: the prior is
+    if not note:  # draws that overflow where PyMC's transform cannot help: the prior is
         reason = "its draws overflow"  # normalized, only its draws are not to be had
         try:
             path.sample_base(mass_rng, 200)
         except AnnealingError as error:
             reason = str(error).split(": ", 1)[-1].split(". ")[0]
         return base_path, {**info, "base_reason": f"prior cannot be drawn ({reason})"}
-    names = ", ".join(repr(n) for n in mass["ordered"])
-    warn(
-        f"the prior as written is not normalized: {names} (transform=ordered) has the density "
-        "of its unordered prior restricted to the ordered region, whose prior mass is "
-        f"exp({mass['log_prior_mass']:.3f} +/- {mass['log_prior_mass_se']:.3f}). The log "
-        "evidence reported is that of the model as written (the integral of its density); "
-        f"with the prior normalized it is {-mass['log_prior_mass']:.3f} higher. Compare "
-        "models on the same footing. (The prior cannot be drawn, so the base is a Laplace "
-        "fit found by optimization.)")
-    return base_path, {**info, "log_prior_mass": mass["log_prior_mass"],
-                       "log_prior_mass_se": mass["log_prior_mass_se"],
+    return base_path, {**info, **note,
                        "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}
 
 
