@@ -30,6 +30,7 @@ import contextlib
 import sys
 import time
 import warnings
+import zlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -106,6 +107,31 @@ def routes_for(case: ModelCase, bases=("prior", "gaussian")) -> list[tuple[str, 
     return [(d, b) for d in discretes for b in bases]
 
 
+def route_seed(case: ModelCase, index: int, base: str, seed: int) -> int:
+    """The seed of a run: ``seed`` itself, except on the Laplace base, whose runs take a
+    seed of their own per case and dataset. In the coordinates whitened by a Laplace fit
+    every near-Gaussian posterior looks alike, so one seed makes nearly the same run on
+    every case (measured: seed 0 gave z = 1.6 to 3.5 on all nine cases of the plan), and
+    the suite's z-scores would not be independent draws."""
+    if base != "laplace":
+        return seed
+    return seed + 10 * (index + 1) + 1000 * (zlib.crc32(case.name.encode()) % 100_000)
+
+
+def laplace_applies(model, discrete: str) -> bool:
+    """Whether ``base="laplace"`` can run ``model`` on the route ``discrete=``: a path
+    without annealed discrete variables (it covers continuous coordinates only; a model
+    whose variables are all summed is one exact sum, whatever the base)."""
+    from pymc_anneal.exceptions import AnnealingError
+    from pymc_anneal.pymc.adapter import model_path
+
+    try:
+        path = model_path(model, discrete).path
+    except AnnealingError:
+        return False
+    return path is not None and not path.discrete_dims
+
+
 def same_as_auto(model, discrete: str) -> bool:
     """Whether ``discrete=`` (``"sum"`` or ``"anneal"``) sums exactly the discrete variables
     that ``"auto"`` sums for ``model`` with its current data: then its runs are the runs of
@@ -149,7 +175,9 @@ def _one(model, case, index, discrete, base, backend, seed, **options) -> Score:
                   discrete=discrete, base=base, backend=backend, dataset=index, seed=seed,
                   log_z=case.log_z[index])
     t0 = time.perf_counter()
-    expect_refusal = discrete in case.refused_routes
+    # the Laplace base refuses a funnel's neck (the density grows without bound there)
+    expect_refusal = discrete in case.refused_routes or (
+        base == "laplace" and "funnel" in case.features)
     with warnings.catch_warnings(record=True) as caught, count_loop_runs() as calls:
         warnings.simplefilter("always")
         try:
@@ -196,9 +224,12 @@ def run_case(case: ModelCase, routes, backend: str = "jax", seeds=(0,), datasets
             if (("auto", base) in routes and discrete != "auto"
                     and same_as_auto(model, discrete)):
                 continue  # the same runs as "auto": they would be counted twice
+            if base == "laplace" and not laplace_applies(model, discrete):
+                continue  # refused by design (annealed discrete variables): no score
             for seed in seeds:
-                scores.append(_one(model, case, index, discrete, base, backend, seed,
-                                   draws=draws, chains=chains, num_steps=num_steps, **options))
+                scores.append(_one(model, case, index, discrete, base, backend,
+                                   route_seed(case, index, base, seed), draws=draws,
+                                   chains=chains, num_steps=num_steps, **options))
     return scores
 
 
@@ -246,9 +277,15 @@ OTHER_BACKENDS = ("numba", "c")
 """Backends whose cold compile takes 30-120 s a loop: each runs one case, two routes."""
 
 
+LAPLACE_MODELS_PER_FAMILY = 1
+"""Cases per family whose routes include ``base="laplace"`` (the base found by
+optimization, issue 41) where it applies (no annealed discrete variables)."""
+
+
 def slow_plan(families=None):
     """The slow calibration: ``SLOW_MODELS_PER_FAMILY`` cases per family on JAX over every
-    route (each discrete route with the prior and the Gaussian base), every dataset and
+    route (each discrete route with the prior and the Gaussian base, and for the first
+    :data:`LAPLACE_MODELS_PER_FAMILY` of them the Laplace base too), every dataset and
     ``SLOW_SEEDS``; then one case with discrete variables that depend on a continuous one
     on each of :data:`OTHER_BACKENDS`, discrete routes "auto" and "anneal" (prior base).
 
@@ -260,7 +297,9 @@ def slow_plan(families=None):
     for k in range(SLOW_MODELS_PER_FAMILY):
         for i, family in enumerate(families):
             case = generate(SLOW_SEED + 100 * k + i, family)
-            yield case, routes_for(case), "jax", SLOW_SEEDS
+            bases = ("prior", "gaussian") + (("laplace",) if k < LAPLACE_MODELS_PER_FAMILY
+                                             else ())
+            yield case, routes_for(case, bases), "jax", SLOW_SEEDS
     for backend in OTHER_BACKENDS:
         case = generate(SLOW_SEED + 999, "binomial_sigmoid")
         yield case, [("auto", "prior"), ("anneal", "prior")], backend, SLOW_SEEDS[:1]
