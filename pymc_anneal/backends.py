@@ -70,6 +70,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -544,10 +545,19 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
 
     inputs = [rng, *sequences, *carries, *constants]
     mode = jax_mode()
-    step = pytensor.function([pytensor.In(i, borrow=True) for i in inputs],
-                             [pytensor.Out(o, borrow=True) for o in step_outputs],
-                             mode=mode, on_unused_input="ignore")
-    step_fn = jax_funcify(step.maker.fgraph)
+    with warnings.catch_warnings():
+        # PyTensor's "will likely fail": a failure, if one comes, is read by jax_failure;
+        # a parameter check inside a scan's inner graph is dropped on JAX as the loop's
+        # own are (local_remove_all_assert above: the log density is NaN there, which the
+        # driver reads as zero density)
+        warnings.filterwarnings("ignore", message=".*Jax implementation will likely fail",
+                                category=UserWarning)
+        warnings.filterwarnings("ignore", message="Skipping .* as JAX tracing would remove it",
+                                category=UserWarning)
+        step = pytensor.function([pytensor.In(i, borrow=True) for i in inputs],
+                                 [pytensor.Out(o, borrow=True) for o in step_outputs],
+                                 mode=mode, on_unused_input="ignore")
+        step_fn = jax_funcify(step.maker.fgraph)
     # shared variables (a model's pm.Data) are inputs of the step after the given ones;
     # their current values go in with each call, like the constants
     shared = step.maker.fgraph.inputs[len(inputs):]

@@ -39,6 +39,7 @@ from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
+from pymc_anneal.pymc.batched_scan import vectorized_scans
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path
 from pymc_anneal.pymc import discrete
@@ -94,7 +95,8 @@ class ModelPath:
                                         shape=(None, *v.type.shape))
                     replace[v] = batched
                     inputs.append(batched)
-            outputs = vectorize_graph(list(graphs), replace=replace)
+            with vectorized_scans():
+                outputs = vectorize_graph(list(graphs), replace=replace)
             fn = self._output_functions[key] = compile_one_off(inputs, outputs)
         return fn
 
@@ -367,7 +369,8 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
 
     def build_log_densities(position):
-        lp, ll = vectorize_graph([log_prior, log_lik], replace={flat: position})
+        with vectorized_scans():  # a scan in the model: one scan over the batch
+            lp, ll = vectorize_graph([log_prior, log_lik], replace={flat: position})
         return lp, ll
 
     sample_base = _prior_sampler(model, [True] * len(model.free_RVs), num_dims)
@@ -539,7 +542,8 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list,
     num_dims = int(point.size)
 
     def build_log_densities(position):
-        lp, ll = vectorize_graph([log_base_1, log_ratio_1], replace={flat: position})
+        with vectorized_scans():
+            lp, ll = vectorize_graph([log_base_1, log_ratio_1], replace={flat: position})
         return lp, ll
 
     discrete_base, sample_discrete = _discrete_prior_base(
@@ -937,7 +941,9 @@ def _check_terms(model: pm.Model, initial_point: dict, sample_base) -> None:
     terms = [pt.as_tensor(t) for t in model.logp(vars=observed + potentials, sum=False)]
     graphs, flat = join_nonshared_inputs(initial_point, terms, model.value_vars)
     batch = pt.matrix("batch", dtype="float64")
-    values = compile_one_off([batch], vectorize_graph(graphs, replace={flat: batch}))(draws)
+    with vectorized_scans():
+        graphs = vectorize_graph(graphs, replace={flat: batch})
+    values = compile_one_off([batch], graphs)(draws)
     values = [np.asarray(v) for v in values]
     for rv, v in zip(observed, values[:len(observed)]):
         v = np.broadcast_to(v, (len(draws), *np.shape(v)[1:]))

@@ -234,11 +234,14 @@ def sample_ais(
         The compiler of the annealing loop; ``"auto"`` is JAX when it is installed (it
         compiles a new model's loop in about a second), else Numba (whose first compile of
         a model takes 15-60 s, then runs from its disk cache); see
-        :mod:`pymc_anneal.backends`. A model that JAX cannot trace with static shapes (a
-        ``pytensor.scan`` in the likelihood, a shape computed inside the graph, an op
-        without a JAX implementation) runs on Numba under ``"auto"``, found before anything
-        runs: the result's ``backend`` attribute names the backend that ran and
-        ``backend_fallback`` why; with ``backend="jax"`` it is refused with the cause.
+        :mod:`pymc_anneal.backends`. A ``pytensor.scan`` in the model (a GARCH variance, an
+        HMM's forward algorithm) runs as one scan over all particles
+        (:mod:`pymc_anneal.pymc.batched_scan`), on every backend. A model that JAX cannot
+        trace with static shapes (a ``while`` scan, a gradient with a shape computed inside
+        the graph, an op without a JAX implementation) runs on Numba under ``"auto"``,
+        found before anything runs: the result's ``backend`` attribute names the backend
+        that ran and ``backend_fallback`` why; with ``backend="jax"`` it is refused with
+        the cause.
     model : pm.Model, optional
         Defaults to the model on the context stack.
     num_leapfrog_steps : int, optional

@@ -1,9 +1,10 @@
 """Models that the default kernel or backend cannot run (issue 39, defects 2 and 6).
 
-- A log density that JAX cannot trace with static shapes (a ``pytensor.scan`` in the
-  likelihood, as posteriordb's ``garch11``; a shape computed inside the graph, as
-  ``Mh_model``): ``backend="auto"`` runs it on Numba, found before anything runs, and says so
-  in the result's attributes; ``backend="jax"`` is refused with the cause and the fix.
+- A log density that JAX cannot trace with static shapes (a ``while`` scan in the
+  likelihood; a shape computed inside the graph, as ``Mh_model``): ``backend="auto"`` runs it
+  on Numba, found before anything runs, and says so in the result's attributes;
+  ``backend="jax"`` is refused with the cause and the fix. A plain ``pytensor.scan`` (as
+  posteriordb's ``garch11``) is batched over the particles and runs on JAX.
 - A log density without a gradient (a Python function wrapped as an op, as the ODE solver of
   ``one_comp_mm_elim_abs``): ``kernel="auto"`` runs random-walk Metropolis and says so; a
   gradient kernel asked for by name is refused before anything is compiled.
@@ -21,6 +22,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.scan.utils import until
 from scipy import stats
 
 import pymc_anneal as pa
@@ -50,16 +52,21 @@ AR_Y = np.array([0.3, 1.1, 0.4, -0.2, 0.9, 1.4, 0.8])  # y_0 (given) and y_1..y_
 AR_PHI, AR_SIGMA, AR_M0, AR_TAU = 0.6, 0.7, 0.5, 1.5
 
 
-def ar1_model() -> pm.Model:
+def ar1_model(while_loop: bool = False) -> pm.Model:
     """AR(1) with a known coefficient and an unknown mean, its log-likelihood accumulated by
     a ``pytensor.scan`` (a recurrence, as a GARCH variance):
-    ``y_t = mu + phi (y_{t-1} - mu) + e_t``, ``e_t ~ N(0, sigma)``, ``mu ~ N(m0, tau)``."""
+    ``y_t = mu + phi (y_{t-1} - mu) + e_t``, ``e_t ~ N(0, sigma)``, ``mu ~ N(m0, tau)``.
+    ``while_loop``: the scan is a ``while`` loop (an ``until`` condition that never holds),
+    which stays one scan per particle, and which JAX cannot convert."""
     with pm.Model() as model:
         mu = pm.Normal("mu", np.float64(AR_M0), np.float64(AR_TAU))
 
         def step(y_t, y_prev, total, mu):
             mean = mu + AR_PHI * (y_prev - mu)
-            return total + pm.logp(pm.Normal.dist(mean, np.float64(AR_SIGMA)), y_t)
+            new = total + pm.logp(pm.Normal.dist(mean, np.float64(AR_SIGMA)), y_t)
+            if while_loop:
+                return new, until(pt.isnan(new))
+            return new
 
         totals = pytensor.scan(step, sequences=[pt.as_tensor(AR_Y[1:]), pt.as_tensor(AR_Y[:-1])],
                                outputs_info=[pt.as_tensor(np.float64(0.0))],
@@ -79,9 +86,21 @@ def ar1_log_evidence() -> float:
 
 
 @needs_jax
-def test_scan_likelihood_falls_back_from_jax(caplog):
+def test_scan_likelihood_runs_on_jax():
+    """A scan runs every particle at once (:mod:`pymc_anneal.pymc.batched_scan`), which JAX
+    traces, gradient included: the default kernel on the default backend."""
+    idata = pa.sample_ais(model=ar1_model(), random_seed=3901, **RUN)
+    assert idata.attrs["backend"] == "jax" and "backend_fallback" not in idata.attrs
+    assert idata.attrs["kernel"] == "hais"
+    _within(idata, ar1_log_evidence())
+
+
+@needs_jax
+@OBJECT_MODE  # Numba runs a Blockwise of a while scan in object mode, and says so
+def test_while_scan_likelihood_falls_back_from_jax(caplog):
     with caplog.at_level(logging.INFO, logger="pymc_anneal"):
-        idata = pa.sample_ais(model=ar1_model(), random_seed=3901, **METROPOLIS)
+        idata = pa.sample_ais(model=ar1_model(while_loop=True), random_seed=3901,
+                              **METROPOLIS)
     assert idata.attrs["backend"] == "numba"
     assert idata.attrs["backend_fallback"].startswith("jax -> numba: the log density contains "
                                                       "a Scan")
@@ -92,10 +111,11 @@ def test_scan_likelihood_falls_back_from_jax(caplog):
 
 
 @needs_jax
-def test_scan_likelihood_refused_on_explicit_jax():
+def test_while_scan_likelihood_refused_on_explicit_jax():
     with pytest.raises(AnnealingError, match=r'backend="jax" cannot compile .*Scan.*'
                                              r'backend="numba"'):
-        pa.sample_ais(model=ar1_model(), backend="jax", random_seed=1, **METROPOLIS)
+        pa.sample_ais(model=ar1_model(while_loop=True), backend="jax", random_seed=1,
+                      **METROPOLIS)
 
 
 # ------------------------------------------------------- a shape computed inside the graph

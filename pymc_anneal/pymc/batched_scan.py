@@ -1,0 +1,132 @@
+"""A ``pytensor.scan`` in a model's log density, vectorized over particles as one scan.
+
+The adapter evaluates a model's log density for a batch of particles by
+``vectorize_graph`` (:func:`pymc_anneal.pymc.adapter.model_path`). PyTensor vectorizes a
+``Scan`` (a GARCH variance recursion, an HMM's forward algorithm) as a ``Blockwise`` of it:
+one scan per particle. On Numba that is a Python-speed loop over particles (posteriordb's
+garch11 and hmm models: 85-160 s per run), and JAX cannot trace it at all (the scan's
+number of steps becomes a traced value under ``jnp.vectorize``).
+
+:func:`vectorized_scans` makes ``vectorize_graph`` build instead one scan whose every step
+runs on the whole batch: the inner graph is itself vectorized (the particles' axis leads
+each state, sequence and constant that depends on them), the recurrent states are carried
+for all particles at once, and the outer buffers, time-major in a scan, get the particles'
+axis second and are given back particles first. Only what changes is the layout: every
+value is the one the per-particle scan computes (tested against PyMC's own log density).
+Scans that this does not cover (a ``while`` loop, taps of a gradient scan (mit-mot),
+untraced states, a number of steps that depends on the particle) keep PyTensor's
+``Blockwise``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+import pytensor.tensor as pt
+from pytensor.graph.replace import _vectorize_node, vectorize_graph
+from pytensor.scan.op import Scan
+from pytensor.tensor.blockwise import vectorize_node_fallback
+
+__all__ = ["vectorized_scans"]
+
+_ACTIVE = contextvars.ContextVar("pymc_anneal_batched_scan", default=False)
+
+
+@contextlib.contextmanager
+def vectorized_scans():
+    """Within this context, ``vectorize_graph`` turns a ``Scan`` into one batched scan
+    (module docstring); elsewhere PyTensor's own ``Blockwise`` is kept, so other users of
+    PyTensor in the process see no change."""
+    token = _ACTIVE.set(True)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+@_vectorize_node.register(Scan)
+def _vectorize_scan(op: Scan, node, *batched_inputs):
+    if _ACTIVE.get():
+        outputs = _batched_scan(op, node, list(batched_inputs))
+        if outputs is not None:
+            return outputs
+    return vectorize_node_fallback(op, node, *batched_inputs)
+
+
+def _batch_ndim(new, old) -> int:
+    return new.type.ndim - old.type.ndim
+
+
+def _batched_scan(op: Scan, node, inputs: list):
+    """The outputs of one scan over the batch that equal ``node``'s outputs vectorized over
+    ``inputs`` (each with at most one leading batch axis), or None where it does not apply."""
+    info = op.info
+    if (info.as_while or info.n_mit_mot or info.n_untraced_sit_sot
+            or any(isinstance(v.type, pt.TensorType) is False for v in node.inputs)):
+        return None
+    ndims = [_batch_ndim(new, old) for new, old in zip(inputs, node.inputs)]
+    if ndims[0] != 0 or any(n not in (0, 1) for n in ndims) or not any(ndims):
+        return None
+    batched = [n == 1 for n in ndims]
+    size = next(new.shape[0] for new, b in zip(inputs, batched) if b)
+
+    seqs = list(range(1, 1 + info.n_seqs))
+    first = 1 + info.n_seqs
+    states = list(range(first, first + info.n_mit_sot + info.n_sit_sot))
+    sizes = range(first + len(states), first + len(states) + info.n_nit_sot)
+    non_seqs = list(range(len(node.inputs) - info.n_non_seqs, len(node.inputs)))
+    if any(batched[i] for i in sizes):  # a number of steps per particle
+        return None
+
+    outer = list(inputs)
+    for i in seqs:  # (batch, time, ...) -> time-major, the batch second
+        if batched[i]:
+            outer[i] = pt.moveaxis(inputs[i], 0, 1)
+    for i in states:  # every state is carried for the whole batch
+        buffer = inputs[i]
+        if batched[i]:
+            outer[i] = pt.moveaxis(buffer, 0, 1)
+        else:  # a new array (alloc), never a view that the scan could write into
+            outer[i] = pt.alloc(pt.expand_dims(buffer, 1), buffer.shape[0], size,
+                                *buffer.shape[1:])
+
+    inner = op.fgraph.unfreeze()  # a mutable copy of the inner graph
+    inner_in, inner_outputs = list(inner.inputs), list(inner.outputs)
+    new_inner = list(inner_in)
+    position = 0
+    for i in seqs:  # one inner input per outer sequence
+        if batched[i]:
+            new_inner[position] = _with_batch_axis(inner_in[position])
+        position += 1
+    taps = [len(t) for t in info.mit_sot_in_slices] + [1] * info.n_sit_sot
+    for count in taps:
+        for _ in range(count):
+            new_inner[position] = _with_batch_axis(inner_in[position])
+            position += 1
+    for i in non_seqs:
+        if batched[i]:
+            new_inner[position] = _with_batch_axis(inner_in[position])
+        position += 1
+    if position != len(inner_in):
+        return None
+    replace = {old: new for old, new in zip(inner_in, new_inner) if old is not new}
+    inner_out = vectorize_graph(inner_outputs, replace=replace)
+    inner_size = next(new.shape[0] for old, new in zip(inner_in, new_inner) if old is not new)
+    inner_out = [out if _batch_ndim(out, old) == 1
+                 else pt.alloc(pt.expand_dims(out, 0), inner_size, *out.shape)
+                 for out, old in zip(inner_out, inner_outputs)]
+    if any(_batch_ndim(out, old) != 1 for out, old in zip(inner_out, inner_outputs)):
+        return None
+    new_op = Scan(new_inner, inner_out, info, mode=op.mode,
+                  truncate_gradient=op.truncate_gradient, name=op.name, profile=op.profile,
+                  allow_gc=op.allow_gc, strict=op.strict)
+    new_node = new_op.make_node(*outer)
+    # the buffers are time-major with the batch second: the batch first, as vectorized
+    return [pt.moveaxis(out, 1, 0) for out in new_node.outputs]
+
+
+def _with_batch_axis(variable):
+    """A variable of ``variable``'s type with one more leading (batch) axis."""
+    return pt.tensor(name=variable.name, dtype=variable.type.dtype,
+                     shape=(None, *variable.type.shape))
