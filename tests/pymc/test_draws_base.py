@@ -43,6 +43,7 @@ def _posterior_draws(target, shape, rng):
     return rng.multivariate_normal(mean, cov, size=shape), mean, cov
 
 
+@pytest.mark.slow
 def test_draws_of_pm_sample_make_the_base():
     """NUTS's draws of a posterior that is not Gaussian (sigma's log is skewed): the base is
     fitted to them, a few dozen temperatures suffice, and the estimate is exact."""
@@ -71,6 +72,7 @@ def test_the_draws_cut_a_long_path_short():
     _within(result, target.log_evidence)
 
 
+@pytest.mark.slow
 def test_draws_far_off_cost_variance_not_bias():
     """Draws moved three posterior standard deviations off and made half as wide (of other
     data, say): the run needs more temperatures, and the estimate stays right (the
@@ -85,6 +87,7 @@ def test_draws_far_off_cost_variance_not_bias():
     _within(result, target.log_evidence)
 
 
+@pytest.mark.slow
 def test_chains_in_two_modes_get_a_component_each():
     """Two chains at each of the mirror modes (mu = +-2): two groups, a Gaussian each, and
     the estimate is the quadrature's."""
@@ -98,6 +101,7 @@ def test_chains_in_two_modes_get_a_component_each():
     _within(result, exact)
 
 
+@pytest.mark.slow
 def test_an_ordered_prior_gets_its_evidence_as_written_with_the_note():
     """The prior cannot be drawn (transform=ordered): the defensive share is a wide
     Gaussian, and the warning says the prior as written is not normalized."""
