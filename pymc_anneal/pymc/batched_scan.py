@@ -63,7 +63,7 @@ def _batched_scan(op: Scan, node, inputs: list):
     ``inputs`` (each with at most one leading batch axis), or None where it does not apply."""
     info = op.info
     if (info.as_while or info.n_mit_mot or info.n_untraced_sit_sot
-            or any(isinstance(v.type, pt.TensorType) is False for v in node.inputs)):
+            or not all(isinstance(v.type, pt.TensorType) for v in node.inputs)):
         return None
     ndims = [_batch_ndim(new, old) for new, old in zip(inputs, node.inputs)]
     if ndims[0] != 0 or any(n not in (0, 1) for n in ndims) or not any(ndims):
