@@ -95,6 +95,7 @@ def test_scan_likelihood_runs_on_jax():
     _within(idata, ar1_log_evidence())
 
 
+@pytest.mark.slow  # 18 s
 @needs_jax
 @OBJECT_MODE  # Numba runs a Blockwise of a while scan in object mode, and says so
 def test_while_scan_likelihood_falls_back_from_jax(caplog):

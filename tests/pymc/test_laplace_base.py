@@ -161,6 +161,7 @@ def test_where_every_path_is_long_the_fewest_temperatures_win(monkeypatch):
     _within(idata, target.log_evidence)
 
 
+@pytest.mark.slow  # 21 s: the heaviest test of the fast subset
 def test_a_funnel_neck_is_no_mode():
     """Centered eight schools: the optimizers run into the funnel's neck, where the density
     grows without bound, and stop where the gradient is still steep (5.7-12.4 in units of
