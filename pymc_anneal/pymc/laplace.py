@@ -27,7 +27,7 @@ from pymc_anneal.backends import compile_repeated
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path, fit_gaussian, mixture_base_path
 
-__all__ = ["DEFENSIVE_WIDTH", "MAX_STEEPNESS", "MIN_MODE_SHARE", "NUM_STARTS", "WIDTH",
+__all__ = ["DEFENSIVE_WIDTH", "EVALUATION_BATCH", "MAX_STEEPNESS", "MIN_MODE_SHARE", "NUM_STARTS", "WIDTH",
            "draws_base_path", "fit_laplace", "fit_modes", "laplace_base_path", "laplace_mass",
            "missed_modes", "mode_shares"]
 
@@ -57,14 +57,27 @@ NEGLIGIBLE_LOG_MASS = -30.0
 (its weight would underflow to zero: hmm_drive_1's census had modes 800 nats apart)."""
 
 
+EVALUATION_BATCH = 256
+"""The most points the fit's log density is evaluated at in one call: the Hessian's central
+differences take 2d points, which at posteriordb's d = 15,570 (ldaK5) would be gigabytes in
+one batch, with the model's intermediates on top. The tuning pilot's particles are as many."""
+
+
 def _log_density_function(path: Path):
     """``x (n, d) -> (log pi (n,), grad (n, d))`` of the path's target, in Python mode (in
-    C where the graph has a scan: :func:`~pymc_anneal.backends.compile_repeated`)."""
+    C where the graph has a scan: :func:`~pymc_anneal.backends.compile_repeated`), at most
+    :data:`EVALUATION_BATCH` points per call."""
     x = pt.matrix("x", dtype="float64")
     log_base, log_ratio = path.build_log_densities(x)
     total = log_base + log_ratio
     fn = compile_repeated([x], [total, pt.grad(total.sum(), x)])
-    return lambda points: [np.asarray(v, dtype=np.float64) for v in fn(points)]
+
+    def evaluate(points):
+        parts = [[np.asarray(v, dtype=np.float64) for v in fn(points[i:i + EVALUATION_BATCH])]
+                 for i in range(0, len(points), EVALUATION_BATCH)]
+        return [np.concatenate(values) for values in zip(*parts)]
+
+    return evaluate
 
 
 def fit_modes(path: Path, starts: np.ndarray, rng: np.random.Generator,

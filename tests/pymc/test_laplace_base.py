@@ -94,6 +94,41 @@ def test_fit_finds_both_modes():
     assert abs(abs(mean[0]) - 2.0) < 0.05
 
 
+def test_the_fit_evaluates_at_most_a_batch_of_points_at_once(monkeypatch):
+    """The Hessian's 2d points go in batches of EVALUATION_BATCH (posteriordb's ldaK5, d =
+    15,570, would need gigabytes in one), and the batches change nothing: the fit's mean and
+    covariance are the conjugate posterior's, as with one batch."""
+    from pymc_anneal.pymc.adapter import model_path
+
+    rng = np.random.default_rng(7)
+    d, y = 5, rng.normal(size=(3, 5))
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0, shape=d)
+        pm.Normal("y", mu, 0.5, observed=y)
+    path = model_path(model).path
+    precision = 1 / 2.0**2 + y.shape[0] / 0.5**2
+    exact_mean = (y.sum(axis=0) / 0.5**2) / precision
+    sizes = []
+    compile_repeated = laplace.compile_repeated
+
+    def recording(inputs, outputs):
+        fn = compile_repeated(inputs, outputs)
+        return lambda points: sizes.append(len(points)) or fn(points)
+
+    monkeypatch.setattr(laplace, "compile_repeated", recording)
+    fits = {}
+    for batch in (3, 2 * d):
+        monkeypatch.setattr(laplace, "EVALUATION_BATCH", batch)
+        sizes.clear()
+        fits[batch] = laplace.fit_laplace(path, np.zeros((1, d)), np.random.default_rng(0),
+                                          num_starts=1)
+        assert max(sizes) == batch and sum(sizes) > 2 * d  # the Hessian's 2d points, batched
+    for mean, cov, _ in fits.values():
+        np.testing.assert_allclose(mean, exact_mean, atol=1e-5)
+        np.testing.assert_allclose(cov, np.eye(d) / precision, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(fits[3][1], fits[2 * d][1], rtol=1e-12, atol=1e-15)
+
+
 def test_laplace_base_refuses_annealed_discrete_variables():
     with pm.Model() as model:
         k = pm.Poisson("k", 3.0)
