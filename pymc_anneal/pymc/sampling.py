@@ -66,7 +66,7 @@ from pymc_anneal.validation import (
     check_random_seed,
 )
 
-__all__ = ["AUTO_BASE_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
+__all__ = ["AUTO_BASE_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
            "check_run_weights", "nan_log_density", "sample_ais"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
@@ -76,6 +76,18 @@ AUTO_LAPLACE_STEPS = 100
 run) only where the prior's pilot asks for more than this many temperatures. Below, the
 prior's run costs about what the fit and a second pilot would (1.5-5 s), and the run is
 ``base="prior"``'s, bit for bit."""
+AUTO_LAPLACE_WORK = 1_000_000
+"""With ``base="auto"`` and ``num_steps="auto"``, where the prior's pilot asks for more than
+:data:`AUTO_LAPLACE_STEPS` (and at most :data:`AUTO_BASE_STEPS`) temperatures: the Laplace
+base's loop is built and piloted only where the prior's run would cost more than this, in
+temperatures times the model's data (:func:`_data_size`, the elements of the arrays its
+likelihood reads, plus d): its loop's compile and its pilot cost 2-3 s on 2 cores, which a
+small data set's run from the prior does not reach. Below, the census of modes is still
+fitted (a mode that the prior's particles left short still gets the Laplace base).
+Measured (``bench_evidence.py``): nig (K = 171 from the prior, 200 elements), polynomial
+(400, 180) and logistic (105, 400) ran 1.1-1.2x SMC's first call with their Laplace loops,
+0.5-0.8x without; radon_pooled (K = 770-880, about 2,800 elements) takes 7 s with it and
+over a minute from the prior."""
 AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
@@ -394,6 +406,11 @@ def sample_ais(
         _second_opinion(result.log_weights, fit_log_w, fit_steps)
     missed = [] if census is None or base == "laplace" else missed_modes(
         census, result.positions, result.log_weights)
+    if missed and laplace.options is None and ckpt is None:  # the census alone: its loop now
+        laplace, more = _laplace_pilot(model, mp, main_options, betas, draws, chains,
+                                       _side_stream(rng), pilot.positions, auto_backend)
+        choice.update(more)
+        laplace = laplace or _LaplaceFit(None, {}, census, None, None)
     if missed and laplace.pilot is not None and ckpt is None:  # again, from the census's base
         t0 = time.perf_counter()
         choice["base_reason"] = (
@@ -530,7 +547,8 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
 
 class _LaplaceFit(NamedTuple):
     """The Laplace base that ``base="auto"`` fitted: its path, attributes and census of
-    modes, its pilot (None where it failed) and the run options its loop builds with."""
+    modes, its pilot (None where it failed or was not run) and the run options its loop
+    builds with (None where only the census was fitted: :func:`_census`)."""
 
     path: Path
     info: dict
@@ -554,8 +572,11 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
     prior's tuned values), the attributes that record the choice, and the
     :class:`_LaplaceFit` where one was made (else None). Where the prior's pilot left a mode of the fit's census empty
     (:func:`~pymc_anneal.pymc.laplace.missed_modes`), the Laplace base runs whatever its
-    pilot asks. Without ``num_steps="auto"`` there is nothing measured to choose by: the
-    prior."""
+    pilot asks. Where the prior's run is cheap for the model's data
+    (:data:`AUTO_LAPLACE_WORK`), the census alone is fitted: the prior runs unless its pilot
+    left a mode short (and ``sample_ais`` builds the Laplace base's loop afterwards where
+    the run's particles do). Without ``num_steps="auto"`` there is nothing measured to
+    choose by: the prior."""
     path = mp.path
     if base != "auto":
         return base, None, {}, None
@@ -570,6 +591,14 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
     choice = {"prior_num_steps": prior_steps}
     found = None
+    work = prior_steps * (_data_size(model) + path.num_dims)
+    if (not path.discrete_dims and AUTO_LAPLACE_STEPS < prior_steps <= AUTO_BASE_STEPS
+            and work <= AUTO_LAPLACE_WORK):  # a cheap run from the prior: the census alone
+        census = _census(model, mp, _side_stream(rng), pilot.positions)
+        if census is not None and not missed_modes(census.modes, pilot.positions, factor=10):
+            return "prior", pilot, {**choice, "laplace_reason": (
+                f"not run: the prior's path is short for its data ({prior_steps} temperatures "
+                f"x {work // prior_steps} elements <= AUTO_LAPLACE_WORK)")}, census
     if not path.discrete_dims and prior_steps > AUTO_LAPLACE_STEPS:
         found, more = _laplace_pilot(model, mp, options, betas, draws, chains,
                                      _side_stream(rng), pilot.positions, auto_backend)
@@ -623,6 +652,37 @@ def _side_stream(rng: np.random.Generator) -> np.random.Generator:
     seq = rng.bit_generator.seed_seq
     return np.random.default_rng(np.random.SeedSequence(
         seq.entropy, spawn_key=(*seq.spawn_key, 2**32 - 41), pool_size=seq.pool_size))
+
+
+def _data_size(model) -> int:
+    """The elements of the arrays (constants and ``pm.Data``) that the model's likelihood
+    reads, its observations included: a measure of the cost of one log density, for
+    :data:`AUTO_LAPLACE_WORK`."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import graph_inputs
+
+    graphs = [*model.observed_RVs, *model.potentials,
+              *(model.rvs_to_values[v] for v in model.observed_RVs)]
+    size = 0
+    for var in set(graph_inputs(graphs)):
+        if isinstance(var, Constant):
+            size += int(np.size(var.data))
+        elif isinstance(var, SharedVariable) and not isinstance(
+                var.get_value(borrow=True), np.random.Generator):
+            size += int(np.size(var.get_value(borrow=True)))
+    return size
+
+
+def _census(model, mp, rng, positions):
+    """The Laplace fit's census of modes (:func:`_laplace_base`) as a :class:`_LaplaceFit`
+    without its loop or pilot (``options`` None: :func:`_laplace_pilot` may still run it);
+    None where the fit failed."""
+    try:
+        path, info, modes = _laplace_base(model, mp, rng, positions)
+    except AnnealingError:
+        return None
+    return _LaplaceFit(path, info, modes, None, None)
 
 
 def _laplace_pilot(model, mp, options, betas, draws, chains, rng, positions,

@@ -22,7 +22,7 @@ from scipy import integrate, special, stats
 
 import pymc_anneal as pa
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.pymc import laplace
+from pymc_anneal.pymc import laplace, sampling
 from tests import analytic
 from tests.pymc.test_sampling_auto_base import _bimodal
 
@@ -72,9 +72,11 @@ def test_a_poor_fit_costs_variance_not_bias(monkeypatch):
     _within(idata, target.log_evidence)
 
 
-def test_two_modes_found_get_a_component_each():
+def test_two_modes_found_get_a_component_each(monkeypatch):
     """The census finds both modes of the bimodal posterior; the base has a Gaussian at
-    each, and the estimate is the quadrature's."""
+    each, and the estimate is the quadrature's. (Its four observations make the prior's run
+    cheap: ``AUTO_LAPLACE_WORK`` is set to 0 so that the Laplace base is built and piloted.)"""
+    monkeypatch.setattr(sampling, "AUTO_LAPLACE_WORK", 0)
     model, exact = _bimodal()
     idata = pa.sample_ais(model=model, random_seed=11, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
@@ -162,7 +164,7 @@ def _unequal_modes(d: int, narrow_sd: float, narrow_share: float, separation: fl
 @pytest.mark.parametrize("d, narrow_sd, narrow_share, separation, seed", [
     (2, 0.3, 0.9, 4.0, 21), (3, 0.3, 0.75, 4.0, 22)])
 def test_unequal_width_modes_get_a_component_each(d, narrow_sd, narrow_share, separation,
-                                                  seed):
+                                                  seed, monkeypatch):
     """Issue 41, section 2: two modes of unequal width. The census (L-BFGS from the prior
     pilot's particles and the initial point) finds both; the base puts a Gaussian at each,
     weighted by its Laplace mass (here exact: the modes are Gaussian up to the prior), and
@@ -170,7 +172,11 @@ def test_unequal_width_modes_get_a_component_each(d, narrow_sd, narrow_share, se
     of temperatures. Both cases found both modes at 12 seeds of 12 (z from -2.0 to 1.7).
     A narrower mode is not always found: at sd 0.2 and separation 5 in 3-d, or sd 0.3 in
     5-d, no start lands in its basin at one seed in three, and the estimate is then
-    log(1 - narrow_share) low, silently, as from the prior (docs/design.md)."""
+    log(1 - narrow_share) low, silently, as from the prior (docs/design.md). Without data
+    the prior's run is cheap: ``AUTO_LAPLACE_WORK`` is set to 0 so that the Laplace base is
+    built and piloted (the default is tested below, in
+    ``test_a_cheap_prior_run_keeps_the_census``)."""
+    monkeypatch.setattr(sampling, "AUTO_LAPLACE_WORK", 0)
     model, exact = _unequal_modes(d, narrow_sd, narrow_share, separation)
     idata = pa.sample_ais(model=model, random_seed=seed, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
@@ -439,4 +445,19 @@ def test_a_laplace_loop_that_its_backend_cannot_build_runs_on_another(monkeypatc
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
     assert idata.attrs["backend"] == "numba"
     assert idata.attrs["laplace_backend_fallback"].startswith("jax -> numba")
+    _within(idata, exact)
+
+
+@pytest.mark.parametrize("d, narrow_sd, narrow_share, seed", [(2, 0.3, 0.9, 21), (2, 0.4, 0.8, 23)])
+def test_a_cheap_prior_run_keeps_the_census(d, narrow_sd, narrow_share, seed):
+    """At the defaults, the unequal-width modes above (no data: the prior's run is cheap,
+    ``AUTO_LAPLACE_WORK``): the census is fitted without the Laplace base's loop. The prior's
+    pilot reached both modes, so the prior runs; had its particles left a mode short, the
+    Laplace base would have been built and run (``test_a_mode_left_empty_gets_the_laplace_base``).
+    The estimate is the closed form either way."""
+    model, exact = _unequal_modes(d, narrow_sd, narrow_share, 4.0)
+    idata = pa.sample_ais(model=model, random_seed=seed, **KW)
+    assert idata.attrs["prior_num_steps"] > sampling.AUTO_LAPLACE_STEPS
+    assert idata.attrs["laplace_reason"].startswith("not run: the prior's path is short")
+    assert idata.attrs["base"] == "prior" and "laplace_num_steps" not in idata.attrs
     _within(idata, exact)

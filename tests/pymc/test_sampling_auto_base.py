@@ -53,6 +53,13 @@ def test_a_short_path_keeps_the_prior_bit_for_bit(normal_mean, monkeypatch):
 
     monkeypatch.setattr(sampling, "_laplace_pilot", long_path)
     monkeypatch.setattr(sampling, "AUTO_LAPLACE_STEPS", 0)
+    # a path short for its data (K x 21 elements): the census alone, not the Laplace loop
+    auto = pa.sample_ais(model=model, random_seed=4, **light)
+    assert auto.attrs["base"] == "prior" and "laplace_num_steps" not in auto.attrs
+    assert auto.attrs["laplace_reason"].startswith("not run: the prior's path is short")
+    np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
+                                  prior["particles"]["log_weight"].values)
+    monkeypatch.setattr(sampling, "AUTO_LAPLACE_WORK", 0)
     auto = pa.sample_ais(model=model, random_seed=4, **light)
     assert auto.attrs["base"] == "prior" and auto.attrs["laplace_num_steps"] == 10**6
     np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
