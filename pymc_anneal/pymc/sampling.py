@@ -76,18 +76,19 @@ AUTO_LAPLACE_STEPS = 100
 run) only where the prior's pilot asks for more than this many temperatures. Below, the
 prior's run costs about what the fit and a second pilot would (1.5-5 s), and the run is
 ``base="prior"``'s, bit for bit."""
-AUTO_LAPLACE_WORK = 1_000_000
+AUTO_LAPLACE_WORK = 200_000
 """With ``base="auto"`` and ``num_steps="auto"``, where the prior's pilot asks for more than
 :data:`AUTO_LAPLACE_STEPS` (and at most :data:`AUTO_BASE_STEPS`) temperatures: the Laplace
 base's loop is built and piloted only where the prior's run would cost more than this, in
 temperatures times the model's data (:func:`_data_size`, the elements of the arrays its
-likelihood reads, plus d): its loop's compile and its pilot cost 2-3 s on 2 cores, which a
-small data set's run from the prior does not reach. Below, the census of modes is still
-fitted (a mode that the prior's particles left short still gets the Laplace base).
-Measured (``bench_evidence.py``): nig (K = 171 from the prior, 200 elements), polynomial
-(400, 180) and logistic (105, 400) ran 1.1-1.2x SMC's first call with their Laplace loops,
-0.5-0.8x without; radon_pooled (K = 770-880, about 2,800 elements) takes 7 s with it and
-over a minute from the prior."""
+likelihood reads, plus d). That loop's compile and pilot cost 2-3 s on 2 cores at a first
+call, more than a run from the prior on a small data set; a repeated call (the loop
+compiled) gains what the shorter path saves. Below, the census of modes is still fitted
+(a mode that the prior's particles left short still gets the Laplace base). Measured
+(``bench_evidence.py``, 2 cores): nig (K = 171 from the prior x 204 elements), polynomial
+(400 x 180) and logistic (105 x 403) took 1.1-1.2x SMC's first call with the Laplace loop,
+0.6-0.8x without; linreg10 (900 x 560) keeps it: first call 1.1x SMC's either way, steady
+state 0.7 s against the prior's 2.4 s; radon_pooled (800 x 2,800) 7 s against a minute."""
 AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
