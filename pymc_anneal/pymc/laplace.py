@@ -19,6 +19,8 @@ found the same region.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytensor.tensor as pt
 from scipy.optimize import minimize
@@ -63,10 +65,25 @@ differences take 2d points, which at posteriordb's d = 15,570 (ldaK5) would be g
 one batch, with the model's intermediates on top. The tuning pilot's particles are as many."""
 
 
+_EVALUATORS: dict[int, object] = {}
+""":func:`_log_density_function` by the id of its path, while the path lives (the model's
+path is cached with the model, so a repeated call fits without compiling; the function reads
+``pm.Data`` when called, and ``pm.set_data`` that changes what the path depends on makes a
+new path)."""
+
+
 def _log_density_function(path: Path):
     """``x (n, d) -> (log pi (n,), grad (n, d))`` of the path's target, in Python mode (in
     C where the graph has a scan: :func:`~pymc_anneal.backends.compile_repeated`), at most
-    :data:`EVALUATION_BATCH` points per call."""
+    :data:`EVALUATION_BATCH` points per call; compiled once per path."""
+    evaluate = _EVALUATORS.get(id(path))
+    if evaluate is None:
+        evaluate = _EVALUATORS[id(path)] = _compile_log_density(path)
+        weakref.finalize(path, _EVALUATORS.pop, id(path), None)
+    return evaluate
+
+
+def _compile_log_density(path: Path):
     x = pt.matrix("x", dtype="float64")
     log_base, log_ratio = path.build_log_densities(x)
     total = log_base + log_ratio

@@ -461,3 +461,29 @@ def test_a_cheap_prior_run_keeps_the_census(d, narrow_sd, narrow_share, seed):
     assert idata.attrs["laplace_reason"].startswith("not run: the prior's path is short")
     assert idata.attrs["base"] == "prior" and "laplace_num_steps" not in idata.attrs
     _within(idata, exact)
+
+
+def test_the_fit_is_compiled_once_per_path_and_reads_new_data(monkeypatch):
+    """The fit's log density is compiled once per path (a repeated call fits without a
+    compile), and reads ``pm.Data`` when called: after ``pm.set_data`` the fit is the new
+    data's conjugate posterior, not the old one's."""
+    from pymc_anneal.pymc.adapter import model_path
+
+    compiles = []
+    compile_repeated = laplace.compile_repeated
+    monkeypatch.setattr(laplace, "compile_repeated",
+                        lambda *args: compiles.append(1) or compile_repeated(*args))
+    rng = np.random.default_rng(3)
+    with pm.Model() as model:
+        y = pm.Data("y", rng.normal(size=6))
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Normal("obs", mu, 0.5, observed=y)
+    precision = 1 / 2.0**2 + 6 / 0.5**2
+    for data in (rng.normal(size=6), rng.normal(3.0, 1.0, size=6)):
+        pm.set_data({"y": data}, model=model)
+        path = model_path(model).path
+        mean, cov, _ = laplace.fit_laplace(path, np.zeros((1, 1)), np.random.default_rng(0),
+                                           num_starts=1)
+        np.testing.assert_allclose(mean, data.sum() / 0.5**2 / precision, atol=1e-5)
+        np.testing.assert_allclose(cov, [[1 / precision]], rtol=1e-5)
+    assert len(compiles) == 1
