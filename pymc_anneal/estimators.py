@@ -131,7 +131,8 @@ def pareto_k(log_w) -> float:
     log_w = log_w[np.isfinite(log_w)]
     if log_w.size < MIN_PARETO_DRAWS or np.ptp(log_w) < 1e-9:  # equal up to rounding
         return float("nan")
-    return float(array_stats.psislw(-(log_w - log_w.max()), r_eff=1.0)[1])
+    with np.errstate(over="ignore", invalid="ignore"):  # its quantiles of a very heavy tail
+        return float(array_stats.psislw(-(log_w - log_w.max()), r_eff=1.0)[1])
 
 
 def prefetch_pareto_fit() -> None:
