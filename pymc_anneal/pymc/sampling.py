@@ -66,7 +66,7 @@ from pymc_anneal.validation import (
     check_random_seed,
 )
 
-__all__ = ["AUTO_BASE_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
+__all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK", "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES",
            "check_run_weights", "nan_log_density", "sample_ais"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
@@ -76,9 +76,14 @@ AUTO_LAPLACE_STEPS = 100
 run) only where the prior's pilot asks for more than this many temperatures. Below, the
 prior's run costs about what the fit and a second pilot would (1.5-5 s), and the run is
 ``base="prior"``'s, bit for bit."""
+AUTO_CENSUS_STEPS = 500
+"""With ``base="auto"`` and ``num_steps="auto"``: the most temperatures the prior's pilot may
+ask for where the census alone is fitted (:data:`AUTO_LAPLACE_WORK`). Above, the prior's
+K is not trusted to be cheap: under a ``Gamma(0.001, 0.001)`` precision prior its pilot
+asked for about 900 and the runs, repeated, for 15,000 and more."""
 AUTO_LAPLACE_WORK = 200_000
 """With ``base="auto"`` and ``num_steps="auto"``, where the prior's pilot asks for more than
-:data:`AUTO_LAPLACE_STEPS` (and at most :data:`AUTO_BASE_STEPS`) temperatures: the Laplace
+:data:`AUTO_LAPLACE_STEPS` (and at most :data:`AUTO_CENSUS_STEPS`) temperatures: the Laplace
 base's loop is built and piloted only where the prior's run would cost more than this, in
 temperatures times the model's data (:func:`_data_size`, the elements of the arrays its
 likelihood reads, plus d). That loop's compile and pilot cost 2-3 s on 2 cores at a first
@@ -593,8 +598,9 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
     choice = {"prior_num_steps": prior_steps}
     found = None
     work = prior_steps * (_data_size(model) + path.num_dims)
-    if (not path.discrete_dims and AUTO_LAPLACE_STEPS < prior_steps <= AUTO_BASE_STEPS
-            and work <= AUTO_LAPLACE_WORK):  # a cheap run from the prior: the census alone
+    if (not path.discrete_dims and work <= AUTO_LAPLACE_WORK
+            and AUTO_LAPLACE_STEPS < prior_steps <= min(AUTO_CENSUS_STEPS, AUTO_BASE_STEPS)):
+        # a cheap run from the prior: the census alone
         census = _census(model, mp, _side_stream(rng), pilot.positions)
         if census is not None and not missed_modes(census.modes, pilot.positions, factor=10):
             return "prior", pilot, {**choice, "laplace_reason": (
