@@ -221,7 +221,9 @@ def sample_ais(
         also in high dimensions), or from the Laplace base described above (fastest where
         the posterior is close to a mixture of Gaussians; continuous variables only).
         ``"auto"`` (with ``num_steps="auto"``; otherwise the prior) takes the Laplace base
-        where its pilot asks for fewer temperatures than the prior's; else it keeps the
+        where its pilot asks for fewer temperatures than the prior's (its loop is built
+        only where the prior's run would be expensive for the model's data,
+        :data:`AUTO_LAPLACE_WORK`, or a mode of its census was left short); else it keeps the
         prior unless the K it asks for exceeds
         :data:`AUTO_BASE_STEPS` (1000), where the fitted mixture takes over (the prior's
         share keeps a mode that the Gaussian misses reachable, and the fitting run gives a
