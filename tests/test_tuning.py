@@ -59,3 +59,33 @@ def test_the_ess_threshold_is_the_least_that_keeps_every_coordinate_above_the_fl
         below = stats.chi2.cdf(VARIANCE_FLOOR * (m - 1), m - 1)
         return 1.0 - (1.0 - below) ** num_dims
     assert odds(m) < 0.01 < odds(m - 1), (m, odds(m), odds(m - 1))
+
+
+def test_a_pilot_stopped_early_is_the_whole_pilots_first_bands_bit_for_bit():
+    """``run_pilot(enough=...)`` stops after the first band at which ``enough`` holds: what
+    it measured up to there is the whole pilot's, bit for bit (the same streams), the rest is
+    not measured (NaN, initial values), and ``stopped_at`` says where; an ``enough`` that
+    never holds gives the whole pilot, bit for bit. ``enough`` sees the length measured so
+    far, which only grows."""
+    gaussian = GaussianPath(np.ones(3), np.zeros(3), 0.01 * np.eye(3))
+    betas = make_schedule("power", 256)
+    options = run_options(progressbar=False, num_pilot=64, num_tuning_bands=8)
+    def pilot(enough=None):
+        return run_pilot(gaussian.path, betas=betas, draws=64, chains=1,
+                         rng=np.random.default_rng(7), options=options, enough=enough)
+
+    whole = pilot()
+    assert whole.stopped_at is None
+    seen = []
+    never = pilot(lambda length, inefficiency: seen.append(length) and False)
+    assert never.stopped_at is None and len(seen) == 7 and np.all(np.diff(seen) >= 0)
+    np.testing.assert_array_equal(never.ratio_var, whole.ratio_var)
+    np.testing.assert_array_equal(never.positions, whole.positions)
+    third = bands(256, 8)[2][1]
+    stopped = pilot(lambda length, inefficiency: length >= seen[2])
+    assert stopped.stopped_at == third
+    np.testing.assert_array_equal(stopped.ratio_var[:third], whole.ratio_var[:third])
+    assert np.all(np.isnan(stopped.ratio_var[third:]))
+    for name, value in whole.values.items():
+        np.testing.assert_array_equal(stopped.values[name][:third], value[:third])
+    assert not np.array_equal(stopped.positions, whole.positions)

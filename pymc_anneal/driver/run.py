@@ -32,6 +32,7 @@ import copy
 import itertools
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,13 +191,19 @@ def run_annealing(
 
 
 def run_pilot(path, *, betas: np.ndarray, draws: int, chains: int, rng: np.random.Generator,
-              options: RunOptions | None = None, label: str | None = None) -> Pilot:
+              options: RunOptions | None = None, label: str | None = None,
+              enough: Callable[[float, float], bool] | None = None) -> Pilot:
     """The pilot (:func:`~pymc_anneal.driver.tuning.tune`) that :func:`run_annealing` with
     the same arguments runs first, on its own: what it measures (the path's thermodynamic
     length, the kernel's inefficiency, the K that ``num_steps="auto"`` would choose:
     :meth:`Pilot.schedule`) can decide how to run before anything else is run. ``rng`` is
     not advanced (a copy spawns the streams that :func:`run_annealing` will spawn), so
     passing the pilot as its ``pilot=`` gives what a call without it gives, bit for bit.
+
+    ``enough(length, inefficiency)``, asked after each band but the last with what the
+    pilot measured so far, stops it there when it returns True (the decision it serves is
+    made: the pilot's ``stopped_at`` says where, and such a pilot tunes no run). The same
+    call without ``enough``, or one that never stops, gives the whole pilot, bit for bit.
     """
     from pymc_anneal._progress import annealing_progress
 
@@ -204,11 +211,22 @@ def run_pilot(path, *, betas: np.ndarray, draws: int, chains: int, rng: np.rando
                  num_steps=betas.size - 1)
     loop, tuning = _compile(path, plan), plan.options.tuning
     pilot_rng = copy.deepcopy(rng).spawn(3)[0]  # run_annealing's first stream
+    done, stopped = [0], []
+    def tuned(stop):
+        done[0] = stop
+        progress("tuning", stop)
+
+    def stop(length, inefficiency):
+        if enough(length, inefficiency):
+            stopped.append(done[0])
+        return bool(stopped)
+
     with annealing_progress(plan.options.progressbar, label or path.name,
                             betas.size - 1) as progress:
-        return Pilot(betas, *tune(loop, path, betas, tuning,
-                                  tuning.target_acceptance or plan.kernel.target_acceptance,
-                                  pilot_rng, lambda done: progress("tuning", done)))
+        found = tune(loop, path, betas, tuning,
+                     tuning.target_acceptance or plan.kernel.target_acceptance, pilot_rng,
+                     tuned, None if enough is None else stop)
+    return Pilot(betas, *found, stopped_at=stopped[0] if stopped else None)
 
 
 def _passes(loop, path, plan: _Plan, pilot: Pilot, schedule, rngs, rng, progress,

@@ -232,7 +232,8 @@ def needs_pilot(parameters, options: TuningOptions) -> bool:
 
 def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
          target_acceptance: float, rng: np.random.Generator,
-         progress: Callable[[int], None]
+         progress: Callable[[int], None],
+         enough: Callable[[float, float], bool] | None = None,
          ) -> tuple[dict[str, np.ndarray], np.ndarray, float, np.ndarray | None]:
     r"""Pilot pass over the forward schedule ``betas`` (thinned to at most
     :data:`PILOT_MAX_STEPS` temperatures where the pilot does not measure the schedule).
@@ -247,6 +248,11 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     successive weight increments correlated, and the ratio is about their integrated
     autocorrelation time, in steps. Last, the pilot's particles at the end of its grid
     (resampled after each band, so equally weighted; ``None`` where the pilot did not run).
+
+    ``enough``, given after each band but the last the thermodynamic length and the
+    inefficiency measured so far, may stop the pilot there (:func:`~pymc_anneal.driver.run.
+    run_pilot`): the values and ``ratio_var`` of the bands not run are then the initial
+    values and NaN, and the particles those at the end of the last band run.
     """
     parameters = loop.parameters
     num_steps, d = betas.size - 1, path.num_dims
@@ -319,9 +325,16 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
         spread = before if ess < min_variance_ess(d) else state["position"]
         log_w = np.zeros_like(log_w)
         progress(stop)
-    inefficiency = (max(sum(realized) / sum(predicted), 1.0) if sum(predicted) > 0
-                    else float("nan"))
-    return values, ratio_var, inefficiency, state["position"]
+        if enough is not None and stop < num_steps and enough(
+                thermodynamic_length(betas, ratio_var), _inefficiency(realized, predicted)):
+            break
+    return values, ratio_var, _inefficiency(realized, predicted), state["position"]
+
+
+def _inefficiency(realized: list[float], predicted: list[float]) -> float:
+    """The bands' realized variance of the log weights over its value under perfect mixing
+    (at least 1; NaN where nothing was predicted): :func:`tune`'s inefficiency."""
+    return max(sum(realized) / sum(predicted), 1.0) if sum(predicted) > 0 else float("nan")
 
 
 @dataclass(frozen=True)
@@ -341,6 +354,10 @@ class Pilot:
     positions : array (num_pilot, d) or None
         The pilot's particles at the end of its grid, equally weighted (None where it did
         not run, or was restored from a checkpoint).
+    stopped_at : int or None
+        Where the pilot was stopped early (``run_pilot``'s ``enough``): the steps of the
+        grid it ran; its measurements then cover ``betas[:stopped_at + 1]`` only, and it
+        must not tune a run. None where it ran the whole grid.
     """
 
     betas: np.ndarray
@@ -348,6 +365,7 @@ class Pilot:
     ratio_var: np.ndarray
     inefficiency: float
     positions: np.ndarray | None = None
+    stopped_at: int | None = None
 
     def respace(self, num_steps: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """``num_steps`` temperatures of equal thermodynamic length

@@ -35,7 +35,14 @@ from pymc_anneal.driver.memory import (
     format_bytes,
 )
 from pymc_anneal.driver.run import run_pilot
-from pymc_anneal.driver.tuning import AUTO_PILOT_STEPS, AUTO_VARIANCE, Pilot, auto_variance
+from pymc_anneal.driver.tuning import (
+    AUTO_PILOT_STEPS,
+    AUTO_VARIANCE,
+    Pilot,
+    auto_num_steps,
+    auto_variance,
+)
+from pymc_anneal.driver.tuning import bands as tuning_bands
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
@@ -155,9 +162,12 @@ def sample_ais(
     the run's, by their weights) hold less than half the share of a mode that the census
     found, the Laplace base runs instead, or, where it cannot, an ``AnnealingWarning``
     names the mode. A mode that no start reaches is missed by this base as by the prior
-    (and by SMC): a model's ``initval`` is one of the starts. The attributes ``base_reason``, ``prior_num_steps``, ``laplace_num_steps``,
-    ``laplace_modes`` and ``laplace_mode_weights`` record the choice (``laplace_reason``
-    why no Laplace base could run).
+    (and by SMC): a model's ``initval`` is one of the starts. The prior's pilot stops early
+    where what it has measured already asks for a Laplace base (``prior_pilot`` says where,
+    and ``prior_num_steps`` is then its K there). The attributes ``base_reason``,
+    ``prior_num_steps``, ``laplace_num_steps``, ``laplace_modes`` and
+    ``laplace_mode_weights`` record the choice (``laplace_reason`` why no Laplace base
+    could run).
 
     Where the prior's path is long (``base="auto"``: more than
     :data:`AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``) the base is instead a
@@ -594,12 +604,28 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
         check_gaussian_base(path)
     except AnnealingError:  # a Gaussian cannot cover this path: the prior it is
         return "prior", None, {}, None
-    pilot = run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                      options=options, label=f"{path.name} (choosing the base)")
+    size = _data_size(model) + path.num_dims
+    def prior_pilot(enough=None):
+        return run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
+                         options=options, label=f"{path.name} (choosing the base)",
+                         enough=enough)
+
+    found = None
+    # the prior's pilot stops where the Laplace base's pilot runs whatever the rest measures
+    pilot = prior_pilot(None if path.discrete_dims else _laplace_certain(
+        options.tuning.auto_variance, size))
+    if pilot.stopped_at is not None:
+        found, more = _laplace_pilot(model, mp, options, betas, draws, chains,
+                                     _side_stream(rng), pilot.positions, auto_backend)
+        chosen = _stopped_choice(pilot, found, more, options.tuning)
+        if chosen is not None:
+            return (*chosen, found)
+        # no shorter Laplace path: the whole pilot and a census from its particles, the
+        # choice made as if the pilot had never stopped
+        pilot, found = prior_pilot(), None
     prior_steps = pilot.schedule(options.tuning)[0].size - 1
     choice = {"prior_num_steps": prior_steps}
-    found = None
-    work = prior_steps * (_data_size(model) + path.num_dims)
+    work = prior_steps * size
     if (not path.discrete_dims and work <= AUTO_LAPLACE_WORK
             and AUTO_LAPLACE_STEPS < prior_steps <= min(AUTO_CENSUS_STEPS, AUTO_BASE_STEPS)):
         # a cheap run from the prior: the census alone
@@ -631,6 +657,42 @@ def _choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: n
                 return "gaussian", pilot, choice, found
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, choice, found
+
+
+def _laplace_certain(target_variance: float, size: int):
+    """``enough`` for the prior's pilot (:func:`~pymc_anneal.driver.run.run_pilot`): True
+    once the K that the path measured so far asks for (its thermodynamic length only grows
+    with the bands still to run) is one for which :func:`_choose_base` builds the Laplace
+    base's loop and pilot whatever the rest measures: more than
+    ``min(AUTO_CENSUS_STEPS, AUTO_BASE_STEPS)``, or more than :data:`AUTO_LAPLACE_STEPS`
+    at a work above :data:`AUTO_LAPLACE_WORK` for ``size`` elements per log density."""
+    def enough(length: float, inefficiency: float) -> bool:
+        steps = auto_num_steps(length, target_variance, inefficiency)
+        return steps > min(AUTO_CENSUS_STEPS, AUTO_BASE_STEPS) or (
+            steps > AUTO_LAPLACE_STEPS and steps * size > AUTO_LAPLACE_WORK)
+    return enough
+
+
+def _stopped_choice(prior: Pilot, found, more: dict, tuning) -> tuple | None:
+    """Where the prior's pilot stopped early (:func:`_laplace_certain`): ``(base, pilot,
+    attrs)`` of the Laplace base where its pilot asks for fewer temperatures than the
+    prior's part did (and at most :data:`AUTO_BASE_STEPS`), else None (the prior's whole
+    pilot then decides, as without the stop)."""
+    steps = more.get("laplace_num_steps")
+    if found is None or found.pilot is None or steps > AUTO_BASE_STEPS:
+        return None
+    partial = prior.schedule(tuning)[0].size - 1
+    if steps >= partial:
+        return None
+    ran, bands = prior.stopped_at, tuning.num_bands
+    done = sum(stop <= ran for _, stop in tuning_bands(prior.betas.size - 1, bands))
+    return "laplace", found.pilot, {
+        "prior_num_steps": partial, **more,
+        "prior_pilot": (f"stopped after {done} of its {bands} bands (beta = "
+                        f"{prior.betas[ran]:.3g}), where it asked for {partial} temperatures"),
+        "base_reason": (f"the Laplace base's pilot asked for {steps} temperatures, the "
+                        f"prior's for {partial} by beta = {prior.betas[ran]:.3g} (its pilot "
+                        "stopped there: the rest of the path only adds to its length)")}
 
 
 def _modes_text(missed, modes) -> str:

@@ -37,11 +37,16 @@ def _within(idata, exact, k=4.0):
 
 def test_auto_takes_the_laplace_base_where_the_prior_is_wide():
     """A wide prior (sd 100) and 200 observations: the prior's path is long; the Laplace
-    base's pilot asks for a few dozen temperatures, and ``auto`` takes it."""
+    base's pilot asks for a few dozen temperatures, and ``auto`` takes it. The prior's
+    pilot stops where the Laplace base's pilot is certain to run (its K so far above
+    ``AUTO_CENSUS_STEPS``, or above ``AUTO_LAPLACE_STEPS`` for this much data), so
+    ``prior_num_steps`` is its K there; the whole pilot would ask for more."""
     target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
     idata = pa.sample_ais(model=target.build(), random_seed=3, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
-    assert 10 * idata.attrs["laplace_num_steps"] < idata.attrs["prior_num_steps"]
+    assert idata.attrs["prior_pilot"].startswith("stopped after ")
+    assert idata.attrs["laplace_num_steps"] < idata.attrs["prior_num_steps"]
+    assert idata.attrs["prior_num_steps"] > sampling.AUTO_LAPLACE_STEPS
     assert idata.attrs["num_steps"] == idata.attrs["laplace_num_steps"]
     assert "Laplace base's pilot" in idata.attrs["base_reason"]
     _within(idata, target.log_evidence)
