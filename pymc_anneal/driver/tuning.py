@@ -287,6 +287,8 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
             values[name][start:stop] = _band_variance(options, spread, base_var)
         np_rng, state = loop.init(np_rng, state["position"], first_step(start, stop),
                                   path_parameters)
+        steps = _pilot_steps(start, stop, limit)
+        accepted = None  # a trial that ran the whole band with the value kept: its run
         for name in searched:
             value = values[name][start]
             trial_len = min(stop - start, loop.chunk_length or TRIAL_STEPS)
@@ -294,20 +296,25 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
                 values[name][start:stop] = value
                 trial = step_arrays(parameters, betas[start:start + trial_len + 1],
                                     _slice(values, start, start + trial_len), options.fixed)
-                fn_rng, _, _, stats = loop.run(fn_rng, trial, state, log_w, 1, path_parameters)
+                fn_rng, *run, stats = loop.run(fn_rng, trial, state, log_w, 1,
+                                               path_parameters)
                 accept = float(stats["acceptance_rate"].mean())
                 if abs(accept - target_acceptance) < 0.1:
+                    accepted = (*run, stats) if trial_len == steps.size == stop - start \
+                        and len(searched) == 1 else None
                     break
                 value *= float(np.clip(np.exp(3.0 * (accept - target_acceptance)), 0.25, 2.0))
             values[name][start:stop] = value
             if stop < num_steps:  # the next band starts from this band's value
                 values[name][stop:] = value
-        steps = _pilot_steps(start, stop, limit)
         band_betas = np.concatenate([[betas[start]], betas[steps + 1]])
-        band = step_arrays(parameters, band_betas, {k: v[steps] for k, v in values.items()},
-                           options.fixed)
-        fn_rng, state, log_w, band_stats = loop.run(fn_rng, band, state, log_w, 1,
-                                                    path_parameters)
+        if accepted is not None:  # the band's very run (JAX: 32-step bands and trials)
+            state, log_w, band_stats = accepted
+        else:
+            band = step_arrays(parameters, band_betas,
+                               {k: v[steps] for k, v in values.items()}, options.fixed)
+            fn_rng, state, log_w, band_stats = loop.run(fn_rng, band, state, log_w, 1,
+                                                        path_parameters)
         ratio_var[steps] = band_stats["log_ratio_var"][:, 0]
         ess = effective_sample_size(log_w)
         if np.any(np.isfinite(log_w)):  # the band's weights against perfect mixing

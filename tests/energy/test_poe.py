@@ -6,6 +6,7 @@ derived from the experts' fourth moments. No AIS runs here."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytensor
@@ -15,7 +16,7 @@ import scipy.integrate
 import scipy.stats
 
 from pymc_anneal.energy import LaplacePOE, StudentTPOE
-from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.exceptions import AnnealingError, AnnealingWarning
 
 SEED = 20240611
 F2 = np.array([[1.0, 0.5], [-0.3, 1.2]])
@@ -467,13 +468,23 @@ def test_poe_base_options():
 @pytest.mark.parametrize("base", ["full", *(pytest.param(b, marks=pytest.mark.slow)
                                            for b in ("diagonal", "isotropic"))])
 def test_gaussian_bases_fitted_to_data_or_moments(base):
-    """The Gaussian bases of any energy model, fitted to exact draws (full, isotropic) or
-    the exact moments (diagonal), on a correlated complete Laplace POE."""
+    r"""The Gaussian bases of any energy model, fitted to exact draws (full, isotropic) or
+    the exact moments (diagonal), on a correlated complete Laplace POE.
+
+    A Gaussian base has lighter tails than Laplace experts, so the geometric path's last
+    increment, :math:`\Delta\beta (\log p - \log q)` at particles of
+    :math:`q^{1-\beta} p^{\beta}`, has a weight tail of index about 1 far out: the
+    heavy-tail warning (Pareto k-hat > 0.5) is right in principle, and the sample shows it
+    at some seeds (k-hat 0.5-0.6 at 2 of 12 runs, seeds 11-16 on the full and isotropic
+    bases, and 4 of 12 after a change of the pilot's streams), with errors within 3 SE at
+    all 24. It is allowed here; the estimate must still be right."""
     model = LaplacePOE(np.array([[1.0, 0.3, 0.0], [0.2, 2.0, 0.5], [0.0, -0.4, 0.7]]))
     fit = ({"moments": model.exact_moments()} if base == "diagonal"
            else {"data": model.sample(5000, rng=1)})
     path, _ = model.annealing_path(base=base, **fit)
-    _check_log_z(model, model.exact_log_z(), 0.05, base=base, **fit)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "the weights have a heavy tail", AnnealingWarning)
+        _check_log_z(model, model.exact_log_z(), 0.05, base=base, **fit)
     assert path.base_scale.shape == (3,)
 
 

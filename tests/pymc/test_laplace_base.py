@@ -324,24 +324,33 @@ def _report_a_long_laplace_path(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("d, share, start_narrow, seed, reason", [
-    (10, 0.75, False, 1, "the prior base's run left short the mode at"),
-    (11, 0.7, True, 14, "the prior's pilot left short the mode at")], ids=["run", "pilot"])
-def test_a_mode_left_empty_gets_the_laplace_base(d, share, start_narrow, seed, reason,
+@pytest.mark.parametrize("d, narrow_sd, share, seed, reason", [
+    (10, 0.3, 0.75, 1, "the prior base's run left short the mode at"),
+    (11, 0.5, 0.7, 14, "the prior's pilot left short the mode at")], ids=["run", "pilot"])
+def test_a_mode_left_empty_gets_the_laplace_base(d, narrow_sd, share, seed, reason,
                                                  monkeypatch):
-    """Tempering's blind spot (Woodard, Schmidler & Huber 2009), a narrow mode (sd 0.5)
-    holding most of the mass, where the Laplace base's pilot is made to report a long path
-    (as where its fit is poor), so that the prior runs first.
+    """Tempering's blind spot (Woodard, Schmidler & Huber 2009), a narrow mode holding most
+    of the mass, where the Laplace base's pilot is made to report a long path (as where its
+    fit is poor), so that the prior runs first. The census finds the mode (the model's
+    initial point is there).
 
-    ``run``: in 10-d, a mode of 75 % that the prior's pilot reached (its resampling
-    multiplies the few particles that cross) and the main run's 400 independent particles
-    did not: from the prior the estimate is log(0.25) = -1.39 nats low at z = -128, its
-    weights healthy. The census found the mode, so the run is made again from the Laplace
-    base. ``pilot``: in 11-d, a mode of 70 % that the census found (the model's initial
-    point is there) and the prior's pilot did not reach: the Laplace base runs at once,
-    whatever its pilot asks. Both estimates are the closed form."""
+    ``run``: in 10-d, a mode of sd 0.3 and 75 % that the prior's pilot is made to have held
+    (its check made to pass, as where its resampling multiplied the few particles that
+    crossed) and the main run's 400 independent particles did not: from the prior the
+    estimate is log(0.25) = -1.39 nats low, its weights healthy. The run is made again from
+    the Laplace base. (Left to chance, a pilot that held such a mode and a run that did not
+    came at 1 seed of 6 before a change of the pilot's streams, and at none of 16 after;
+    with the check made to pass the rerun came at 14 seeds of 14.) ``pilot``: in 11-d, a
+    mode of sd 0.5 and 70 % that the prior's pilot did not reach: the Laplace base runs at
+    once, whatever its pilot asks. Both estimates are the closed form."""
     _report_a_long_laplace_path(monkeypatch)
-    model, exact = _unequal_modes(d, 0.5, share, 4.0, start_narrow=start_narrow)
+    if reason.startswith("the prior base's run"):
+        from pymc_anneal.pymc import sampling
+
+        real = sampling.missed_modes
+        monkeypatch.setattr(sampling, "missed_modes",  # the pilot's check (factor=) passes
+                            lambda *a, **k: [] if "factor" in k else real(*a, **k))
+    model, exact = _unequal_modes(d, narrow_sd, share, 4.0, start_narrow=True)
     idata = pa.sample_ais(model=model, random_seed=seed, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
     assert idata.attrs["base_reason"].startswith(reason), idata.attrs["base_reason"]
@@ -354,9 +363,12 @@ def test_a_mode_left_empty_gets_the_laplace_base(d, share, start_narrow, seed, r
 def test_a_mode_left_empty_is_warned_where_the_laplace_base_cannot_run(case, monkeypatch):
     """Where the Laplace base's pilot fails (JAX could not trace its path, say), the prior
     runs, and a mode of the census that its particles left empty is named in an
-    ``AnnealingWarning`` (here 10-d, sd 0.5, 70 % of the mass, the model's initial point
+    ``AnnealingWarning`` (here 10-d, sd 0.3, 70 % of the mass, the model's initial point
     at it: the estimate is about log(0.3) low); where the particles hold every mode (the
     bimodal posterior's two equal modes), the run is right and says nothing of modes.
+    (At sd 0.5 the prior's run reached the mode, with weights warned as unreliable, at 5
+    seeds of 8: the case of this test was left to the seed; at sd 0.3 the warning came at
+    6 seeds of 6, the estimate 1.16-1.29 nats low.)
 
     In 9 to 11 dimensions the census found such a narrow mode from the prior's particles
     and draws at 1 seed of 14 (docs/design.md): a mode never found is missed silently."""
@@ -368,7 +380,7 @@ def test_a_mode_left_empty_is_warned_where_the_laplace_base_cannot_run(case, mon
 
     original = sampling._laplace_pilot
     monkeypatch.setattr(sampling, "_laplace_pilot", failing)
-    model, exact = (_unequal_modes(10, 0.5, 0.7, 4.0, start_narrow=True) if case == "unequal"
+    model, exact = (_unequal_modes(10, 0.3, 0.7, 4.0, start_narrow=True) if case == "unequal"
                     else _bimodal())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
