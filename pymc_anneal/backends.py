@@ -82,7 +82,7 @@ from pymc_anneal.validation import check_backend
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "CompiledFunction", "compile_function",
+__all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "PADDING", "CompiledFunction", "compile_function",
            "compile_in_background", "compile_loop", "compile_one_off", "compile_repeated",
            "default_backend",
            "enable_jax_cache", "interruptible", "python_mode", "raise_if_interrupted", "static_loop_length",
@@ -99,10 +99,17 @@ BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
 :func:`~pymc_anneal.validation.check_backend` accepts besides ``"auto"``)."""
 
 JAX_LOOP_LENGTH = 32
-"""Steps per call of a JAX loop. JAX needs static shapes, so every call runs exactly this
-many steps (callers pad a shorter run with steps that change nothing, and split a longer
-one), and the shapes of a path's parameters are static too; the numbers of particles and
+"""Steps per call of a JAX loop. JAX needs static shapes, so every call takes exactly this
+many steps (callers pad a shorter run with steps that change nothing, which the loop skips:
+:data:`PADDING`, and split a longer one), and the shapes of a path's parameters are static too; the numbers of particles and
 chains stay free, and JAX compiles once per distinct shape."""
+
+
+PADDING = -0.0
+"""The value of a loop's padding sequence (``delta_beta``) at a step that only pads a call to
+:data:`JAX_LOOP_LENGTH` steps: negative zero, which no real step has (``b - a`` of two
+equal temperatures is ``+0.0``), and which compares equal to zero wherever the step reads
+it. The JAX loop skips such steps (:func:`compile_loop`'s ``padding``)."""
 
 
 JAX_CACHE_VARIABLE = "PYMC_ANNEAL_JAX_CACHE"
@@ -253,7 +260,7 @@ def compile_function(inputs: Sequence, outputs: Sequence, backend: str) -> Compi
 @without_creation_traces
 def compile_loop(rng, sequences: Sequence, carries: Sequence, constants: Sequence,
                  step_outputs: Sequence, backend: str,
-                 length: int | None = None) -> CompiledFunction:
+                 length: int | None = None, padding: int | None = None) -> CompiledFunction:
     """Compile a loop over the steps of a one-step graph.
 
     The step graph maps ``(rng, *sequences, *carries, *constants)`` (one step's values of
@@ -268,13 +275,18 @@ def compile_loop(rng, sequences: Sequence, carries: Sequence, constants: Sequenc
     three times as long to rewrite (its inner-graph rewrites), which a user waits for on
     every new model, and JAX needs a static number of steps anyway (each new ``length``, and
     each new batch shape, is traced and compiled once).
+
+    ``padding``: the index of a sequence whose value ``-0.0`` marks a step that only pads a
+    call to its static length (:data:`PADDING`). On JAX such a step is skipped
+    (``jax.lax.cond``: it costs nothing, and passes the RNG and the carries through with
+    zeros for its per-step outputs); elsewhere nothing pads a call.
     """
     import time
 
     backend = check_backend(backend)
     start = time.perf_counter()
     if backend == "jax":
-        function = _jax_loop(rng, sequences, carries, constants, step_outputs)
+        function = _jax_loop(rng, sequences, carries, constants, step_outputs, padding)
         return CompiledFunction(function, backend, time.perf_counter() - start)
     from pytensor.graph.replace import clone_replace
 
@@ -538,9 +550,12 @@ def jax_mode():
     return mode.register((_shapes_are_not_negative(), 99))
 
 
-def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
-    """``jax.lax.scan`` over the step graph, jit-compiled (see :func:`compile_loop`)."""
+def _jax_loop(rng, sequences, carries, constants, step_outputs,
+              padding: int | None = None) -> Callable:
+    """``jax.lax.scan`` over the step graph, jit-compiled (see :func:`compile_loop`; a step
+    whose sequence ``padding`` is ``-0.0`` is skipped)."""
     import jax
+    import jax.numpy as jnp
     from pytensor.link.jax.dispatch import jax_funcify
 
     inputs = [rng, *sequences, *carries, *constants]
@@ -564,11 +579,22 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs) -> Callable:
     num_seq, num_carry = len(sequences), len(carries)
 
     def loop(key, stacked, initial, fixed):
-        def body(carry, xs):
+        def step(carry, xs):
             key, values = carry
             # PyTensor's JAX random variables read and advance only the "jax_state" key
             rng_out, *outputs = step_fn({"jax_state": key}, *xs, *values, *fixed)
             return (rng_out["jax_state"], tuple(outputs[:num_carry])), tuple(outputs[num_carry:])
+
+        def skip(carry, xs):  # a padding step: nothing computed, nothing changed
+            shapes = jax.eval_shape(step, carry, xs)[1]
+            return carry, tuple(jnp.zeros(a.shape, a.dtype) for a in shapes)
+
+        def body(carry, xs):
+            if padding is None:
+                return step(carry, xs)
+            marker = xs[padding]
+            pads = (marker == 0) & jnp.signbit(marker)
+            return jax.lax.cond(pads, skip, step, carry, xs)
 
         (key, final), per_step = jax.lax.scan(body, (key, tuple(initial)), tuple(stacked))
         return key, final, per_step

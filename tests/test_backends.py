@@ -291,3 +291,55 @@ def test_an_optimizers_objective_with_a_scan_is_compiled_to_c():
     point = np.random.default_rng(2).normal(size=7)
     np.testing.assert_allclose(looped(point)[0], compile_one_off([x], [total])(point)[0],
                                rtol=1e-12)
+
+
+def test_the_jax_loop_skips_the_steps_that_pad_a_call():
+    """A JAX call runs ``JAX_LOOP_LENGTH`` steps; a shorter piece is padded with steps that
+    change nothing (``pad_steps``: ``delta_beta = -0.0``), and the loop skips them
+    (``jax.lax.cond``) instead of computing identity transitions. Twenty real steps padded
+    to 32 give what the same twenty steps give in a call of their own length, bit for bit:
+    the state, the log weights, the per-step statistics and the RNG key, which a padding
+    step that ran would have advanced."""
+    pytest.importorskip("jax")
+    from pymc_anneal.backends import JAX_LOOP_LENGTH, PADDING
+    from pymc_anneal.driver.scan import build_loop, pad_steps
+    from pymc_anneal.driver.tuning import step_arrays
+    from pymc_anneal.kernels import resolve_kernel
+    from pymc_anneal.schedules import make_schedule
+    from tests.gaussian_paths import DEFAULT
+
+    path = DEFAULT.path
+    loop = build_loop(path, resolve_kernel("hais", path), "jax")
+    betas = make_schedule("geometric", 20)
+    values = {p.name: np.tile(p.initial(path.num_dims), (20,) + (1,) * p.per_dimension)
+              for p in loop.parameters if p.derive is None}
+    values["step_size"] = np.full(20, 0.4)
+    arrays = step_arrays(loop.parameters, betas, values, {})
+    padded = pad_steps(loop.parameters, arrays, JAX_LOOP_LENGTH)
+    assert padded["delta_beta"].size == JAX_LOOP_LENGTH
+    assert np.all(np.signbit(padded["delta_beta"][20:])) and PADDING == 0.0
+    rng = np.random.default_rng(5)
+    positions = DEFAULT.sample(rng, 0.0, 64)
+    path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
+    first = {k: v[0] for k, v in arrays.items()}
+    outputs = []
+    for piece in (padded, arrays):  # the padded call, then a call of twenty steps
+        key, state = loop.init(np.random.default_rng(9), positions, first, path_parameters)
+        out = loop.chunk_fn(key, piece["beta"], piece["delta_beta"],
+                            *(piece[n] for n in loop.parameter_names),
+                            *(state[f] for f in loop.field_names), np.zeros((1, 64)),
+                            *path_parameters)
+        outputs.append(out)
+    (key_a, *rest_a), (key_b, *rest_b) = outputs
+    import jax
+
+    def key_bits(key):
+        return np.asarray(jax.random.key_data(key["jax_state"]))
+
+    np.testing.assert_array_equal(key_bits(key_a), key_bits(key_b))
+    num_final = len(loop.field_names) + 1
+    for a, b in zip(rest_a[:num_final], rest_b[:num_final]):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(rest_a[num_final:], rest_b[num_final:]):  # per-step statistics
+        np.testing.assert_array_equal(np.asarray(a)[:20], np.asarray(b))
+    assert not np.array_equal(np.asarray(rest_b[0]), positions)  # the real steps moved

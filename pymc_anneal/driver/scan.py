@@ -37,6 +37,7 @@ import pytensor.tensor as pt
 from pytensor.tensor.random.type import random_generator_type
 
 from pymc_anneal.backends import (
+    PADDING,
     CompiledFunction,
     compile_loop,
     compile_one_off,
@@ -259,9 +260,10 @@ def _build_init(path, kernel: Kernel) -> CompiledFunction:
 def pad_steps(parameters, arrays: dict[str, np.ndarray], length: int) -> dict:
     """Pad per-step arrays to ``length`` steps with steps that change nothing.
 
-    A padding step has ``delta_beta = 0`` (no weight increment) and every kernel parameter at
-    its declared ``no_op`` value (or its last value), which makes the transition the
-    identity: for HMC a zero-length move that is accepted, whose momentum's double negation
+    A padding step has ``delta_beta = -0.0`` (:data:`~pymc_anneal.backends.PADDING`: the JAX
+    loop skips it, at no cost; read as a number it is zero, no weight increment) and every
+    kernel parameter at its declared ``no_op`` value (or its last value), which makes the
+    transition the identity where it runs: for HMC a zero-length move that is accepted, whose momentum's double negation
     cancels; for Metropolis and MALA a proposal at the current point. A kernel with no
     parameters (a Gibbs sweep) runs one more sweep at the last temperature, which leaves
     that temperature's distribution invariant and the weights unchanged: it costs time but
@@ -271,7 +273,7 @@ def pad_steps(parameters, arrays: dict[str, np.ndarray], length: int) -> dict:
     extra = length - arrays["beta"].size
     if extra <= 0:
         return arrays
-    fill = {"beta": arrays["beta"][-1], "delta_beta": 0.0}
+    fill = {"beta": arrays["beta"][-1], "delta_beta": PADDING}  # -0.0: the JAX loop skips it
     for p in parameters:
         fill[p.name] = arrays[p.name][-1] if p.no_op is None else p.no_op
     return {k: np.concatenate([v, np.broadcast_to(fill[k], (extra, *v.shape[1:]))])
@@ -405,7 +407,7 @@ def build_loop(path, kernel: Kernel, backend: str) -> CompiledLoop:
         raise NoGradientError(_no_gradient_message(path, kernel, cause),
                               cause=cause) from error
     if backend != "jax":
-        chunk_fn = compile_loop(*graph, backend, chunk_length)
+        chunk_fn = compile_loop(*graph, backend, chunk_length, padding=1)
     else:
         obstacle = jax_obstacle(graph[-1])
         if obstacle is not None:
@@ -414,7 +416,7 @@ def build_loop(path, kernel: Kernel, backend: str) -> CompiledLoop:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                chunk_fn = compile_loop(*graph, backend, chunk_length)
+                chunk_fn = compile_loop(*graph, backend, chunk_length, padding=1)
             except Exception as error:  # noqa: BLE001 - read by jax_failure, else raised
                 failure = jax_failure(error)
                 if failure is None:
