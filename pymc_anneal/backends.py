@@ -101,8 +101,9 @@ BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
 JAX_LOOP_LENGTH = 32
 """Steps per call of a JAX loop. JAX needs static shapes, so every call takes exactly this
 many steps (callers pad a shorter run with steps that change nothing, which the loop skips:
-:data:`PADDING`, and split a longer one), and the shapes of a path's parameters are static too; the numbers of particles and
-chains stay free, and JAX compiles once per distinct shape."""
+:data:`PADDING`, and split a longer one), and the shapes of a path's parameters are static
+too; the numbers of particles and chains stay free, and JAX compiles once per distinct
+shape."""
 
 
 PADDING = -0.0

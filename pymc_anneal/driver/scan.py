@@ -263,12 +263,12 @@ def pad_steps(parameters, arrays: dict[str, np.ndarray], length: int) -> dict:
     A padding step has ``delta_beta = -0.0`` (:data:`~pymc_anneal.backends.PADDING`: the JAX
     loop skips it, at no cost; read as a number it is zero, no weight increment) and every
     kernel parameter at its declared ``no_op`` value (or its last value), which makes the
-    transition the identity where it runs: for HMC a zero-length move that is accepted, whose momentum's double negation
-    cancels; for Metropolis and MALA a proposal at the current point. A kernel with no
-    parameters (a Gibbs sweep) runs one more sweep at the last temperature, which leaves
-    that temperature's distribution invariant and the weights unchanged: it costs time but
-    not correctness. (Plain HMC redraws its momentum, which it never reads before drawing it
-    again.)
+    transition the identity where it runs: for HMC a zero-length move that is accepted,
+    whose momentum's double negation cancels; for Metropolis and MALA a proposal at the
+    current point. A kernel with no parameters (a Gibbs sweep), where the step runs (not on
+    JAX), makes one more sweep at the last temperature, which leaves that temperature's
+    distribution invariant and the weights unchanged: it costs time but not correctness.
+    (Plain HMC redraws its momentum, which it never reads before drawing it again.)
     """
     extra = length - arrays["beta"].size
     if extra <= 0:

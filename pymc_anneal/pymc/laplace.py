@@ -30,8 +30,8 @@ from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path, fit_gaussian, mixture_base_path
 
 __all__ = ["DEFENSIVE_WIDTH", "EVALUATION_BATCH", "MAX_STEEPNESS", "MIN_MODE_SHARE",
-           "NUM_STARTS", "WIDTH", "draws_base_path", "fit_laplace", "fit_modes", "laplace_base_path", "laplace_mass",
-           "missed_modes", "mode_shares"]
+           "NUM_STARTS", "WIDTH", "draws_base_path", "fit_laplace", "fit_modes",
+           "laplace_base_path", "laplace_mass", "missed_modes", "mode_shares"]
 
 NUM_STARTS = 8
 """L-BFGS starts of each kind: ``sample_ais`` starts at the model's initial point, at this

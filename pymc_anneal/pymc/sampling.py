@@ -74,7 +74,8 @@ from pymc_anneal.validation import (
 )
 
 __all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK",
-           "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES", "check_run_weights", "nan_log_density", "sample_ais"]
+           "AUTO_PILOT_STEPS", "AUTO_VARIANCE", "BASES", "check_run_weights", "nan_log_density",
+           "sample_ais"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
 """The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
