@@ -20,7 +20,7 @@ LAYERS = [
     ("driver", ["driver"]),
     ("models and results", ["energy", "pymc.adapter", "pymc.batched_scan", "pymc.discrete",
                             "pymc.laplace", "io", "evidence"]),
-    ("entry points", ["partition", "batched", "reverse", "pymc.sampling", "pymc.bdmc",
+    ("entry points", ["partition", "batched", "reverse", "pymc.bases", "pymc.sampling", "pymc.bdmc",
                       "pymc.smc", "pymc.arviz_groups", "pymc.bridge"]),
     ("reading results", ["comparison", "distributed", "merge", "plots"]),
 ]

@@ -81,7 +81,7 @@ def test_huge_call_is_refused_before_compiling(entry, monkeypatch):
     after the compile) is refused by the memory check: the compile is never reached."""
     monkeypatch.setenv(memory.MEMORY_LIMIT_VARIABLE, "16GiB")
     monkeypatch.setattr(run, "_compile", _no_compile)
-    monkeypatch.setattr("pymc_anneal.pymc.sampling._fit_gaussian_base", _never("the fit"))
+    monkeypatch.setattr("pymc_anneal.pymc.bases._fit_gaussian_base", _never("the fit"))
     monkeypatch.setattr("pymc_anneal.reverse._reverse_start", _never("the repeat"))
     monkeypatch.setattr("pymc_anneal.pymc.sampling.AnnealingRun", _never("the exact sum"))
     with pytest.raises(AnnealingError, match=r"needs about [0-9.]+ TiB of memory \(chains=1000"

@@ -22,7 +22,7 @@ from scipy import integrate, special, stats
 
 import pymc_anneal as pa
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.pymc import laplace, sampling
+from pymc_anneal.pymc import bases, laplace
 from tests import analytic
 from tests.pymc.test_sampling_auto_base import _bimodal
 
@@ -46,7 +46,7 @@ def test_auto_takes_the_laplace_base_where_the_prior_is_wide():
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
     assert idata.attrs["prior_pilot"].startswith("stopped after ")
     assert idata.attrs["laplace_num_steps"] < idata.attrs["prior_num_steps"]
-    assert idata.attrs["prior_num_steps"] > sampling.AUTO_LAPLACE_STEPS
+    assert idata.attrs["prior_num_steps"] > bases.AUTO_LAPLACE_STEPS
     assert idata.attrs["num_steps"] == idata.attrs["laplace_num_steps"]
     assert "Laplace base's pilot" in idata.attrs["base_reason"]
     _within(idata, target.log_evidence)
@@ -81,7 +81,7 @@ def test_two_modes_found_get_a_component_each(monkeypatch):
     """The census finds both modes of the bimodal posterior; the base has a Gaussian at
     each, and the estimate is the quadrature's. (Its four observations make the prior's run
     cheap: ``AUTO_LAPLACE_WORK`` is set to 0 so that the Laplace base is built and piloted.)"""
-    monkeypatch.setattr(sampling, "AUTO_LAPLACE_WORK", 0)
+    monkeypatch.setattr(bases, "AUTO_LAPLACE_WORK", 0)
     model, exact = _bimodal()
     idata = pa.sample_ais(model=model, random_seed=11, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
@@ -181,7 +181,7 @@ def test_unequal_width_modes_get_a_component_each(d, narrow_sd, narrow_share, se
     the prior's run is cheap: ``AUTO_LAPLACE_WORK`` is set to 0 so that the Laplace base is
     built and piloted (the default is tested below, in
     ``test_a_cheap_prior_run_keeps_the_census``)."""
-    monkeypatch.setattr(sampling, "AUTO_LAPLACE_WORK", 0)
+    monkeypatch.setattr(bases, "AUTO_LAPLACE_WORK", 0)
     model, exact = _unequal_modes(d, narrow_sd, narrow_share, separation)
     idata = pa.sample_ais(model=model, random_seed=seed, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
@@ -194,9 +194,9 @@ def test_where_every_path_is_long_the_fewest_temperatures_win(monkeypatch):
     """Where the Laplace base's path is long too (more than ``AUTO_BASE_STEPS``, here 0),
     the fitted mixture of ``base="gaussian"`` is tried as well, and the base whose pilot
     asks for the fewest temperatures runs."""
-    from pymc_anneal.pymc import sampling
+    from pymc_anneal.pymc import bases
 
-    monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", 0)
+    monkeypatch.setattr(bases, "AUTO_BASE_STEPS", 0)
     target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
     idata = pa.sample_ais(model=target.build(), random_seed=3, fit_steps=50, **KW)
     attrs = idata.attrs
@@ -313,14 +313,14 @@ def test_missed_modes_counts_the_particles_of_each_mode():
 def _report_a_long_laplace_path(monkeypatch):
     """Make the Laplace base's pilot report a long path (as where its fit is poor), so that
     ``base="auto"`` runs the prior first."""
-    from pymc_anneal.pymc import sampling
+    from pymc_anneal.pymc import bases
 
     def long(*args, **kwargs):
         fit, attrs = original(*args, **kwargs)
         return fit, {**attrs, "laplace_num_steps": 10**6}
 
-    original = sampling._laplace_pilot
-    monkeypatch.setattr(sampling, "_laplace_pilot", long)
+    original = bases.laplace_pilot
+    monkeypatch.setattr(bases, "laplace_pilot", long)
 
 
 @pytest.mark.slow
@@ -345,10 +345,10 @@ def test_a_mode_left_empty_gets_the_laplace_base(d, narrow_sd, share, seed, reas
     once, whatever its pilot asks. Both estimates are the closed form."""
     _report_a_long_laplace_path(monkeypatch)
     if reason.startswith("the prior base's run"):
-        from pymc_anneal.pymc import sampling
+        from pymc_anneal.pymc import bases
 
-        real = sampling.missed_modes
-        monkeypatch.setattr(sampling, "missed_modes",  # the pilot's check (factor=) passes
+        real = bases.missed_modes
+        monkeypatch.setattr(bases, "missed_modes",  # the pilot's check (factor=) passes
                             lambda *a, **k: [] if "factor" in k else real(*a, **k))
     model, exact = _unequal_modes(d, narrow_sd, share, 4.0, start_narrow=True)
     idata = pa.sample_ais(model=model, random_seed=seed, **KW)
@@ -372,14 +372,14 @@ def test_a_mode_left_empty_is_warned_where_the_laplace_base_cannot_run(case, mon
 
     In 9 to 11 dimensions the census found such a narrow mode from the prior's particles
     and draws at 1 seed of 14 (docs/design.md): a mode never found is missed silently."""
-    from pymc_anneal.pymc import sampling
+    from pymc_anneal.pymc import bases
 
     def failing(*args, **kwargs):
         fit, _ = original(*args, **kwargs)
         return fit._replace(pilot=None), {"laplace_reason": "its pilot failed: (in this test)"}
 
-    original = sampling._laplace_pilot
-    monkeypatch.setattr(sampling, "_laplace_pilot", failing)
+    original = bases.laplace_pilot
+    monkeypatch.setattr(bases, "laplace_pilot", failing)
     model, exact = (_unequal_modes(10, 0.3, 0.7, 4.0, start_narrow=True) if case == "unequal"
                     else _bimodal())
     with warnings.catch_warnings(record=True) as caught:
@@ -446,7 +446,7 @@ def test_a_laplace_loop_that_its_backend_cannot_build_runs_on_another(monkeypatc
     :func:`~pymc_anneal.driver.cache.choose_loop` picks, with ``laplace_backend_fallback``
     in attrs, rather than leaving the Laplace base. JAX is made to refuse every fitted
     base's path here."""
-    from pymc_anneal.pymc import sampling
+    from pymc_anneal.pymc import bases
 
     def refuse_fitted_bases(path, options, **kwargs):
         if "base_chol" in path.parameters and options.backend == "jax":
@@ -455,8 +455,8 @@ def test_a_laplace_loop_that_its_backend_cannot_build_runs_on_another(monkeypatc
                 "backend_fallback": "jax -> numba: (refused in this test)"}
         return original(path, options, **kwargs)
 
-    original = sampling.choose_loop
-    monkeypatch.setattr(sampling, "choose_loop", refuse_fitted_bases)
+    original = bases.choose_loop
+    monkeypatch.setattr(bases, "choose_loop", refuse_fitted_bases)
     model, exact = _vague_regression()
     idata = pa.sample_ais(model=model, random_seed=4, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
@@ -474,7 +474,7 @@ def test_a_cheap_prior_run_keeps_the_census(d, narrow_sd, narrow_share, seed):
     The estimate is the closed form either way."""
     model, exact = _unequal_modes(d, narrow_sd, narrow_share, 4.0)
     idata = pa.sample_ais(model=model, random_seed=seed, **KW)
-    assert idata.attrs["prior_num_steps"] > sampling.AUTO_LAPLACE_STEPS
+    assert idata.attrs["prior_num_steps"] > bases.AUTO_LAPLACE_STEPS
     assert idata.attrs["laplace_reason"].startswith("not run: the prior's path is short")
     assert idata.attrs["base"] == "prior" and "laplace_num_steps" not in idata.attrs
     _within(idata, exact)

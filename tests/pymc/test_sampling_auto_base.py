@@ -18,10 +18,10 @@ import pytest
 from scipy import integrate, stats
 
 import pymc_anneal as pa
-from pymc_anneal.pymc import sampling
+from pymc_anneal.pymc import bases
 from tests import analytic
 
-DEFAULT_THRESHOLD = sampling.AUTO_BASE_STEPS
+DEFAULT_THRESHOLD = bases.AUTO_BASE_STEPS
 SMALL = {"draws": 200, "chains": 2, "progressbar": False}
 
 
@@ -42,24 +42,24 @@ def test_a_short_path_keeps_the_prior_bit_for_bit(normal_mean, monkeypatch):
     auto = pa.sample_ais(model=model, random_seed=4, **light)
     assert auto.attrs["base"] == "prior" and "laplace_num_steps" not in auto.attrs
     assert auto.attrs["prior_num_steps"] == auto.attrs["num_steps"] \
-        <= sampling.AUTO_LAPLACE_STEPS
+        <= bases.AUTO_LAPLACE_STEPS
     np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
                                   prior["particles"]["log_weight"].values)
-    laplace_pilot = sampling._laplace_pilot
+    laplace_pilot = bases.laplace_pilot
 
     def long_path(*args, **kwargs):
         fit, attrs = laplace_pilot(*args, **kwargs)
         return fit, {**attrs, "laplace_num_steps": 10**6}
 
-    monkeypatch.setattr(sampling, "_laplace_pilot", long_path)
-    monkeypatch.setattr(sampling, "AUTO_LAPLACE_STEPS", 0)
+    monkeypatch.setattr(bases, "laplace_pilot", long_path)
+    monkeypatch.setattr(bases, "AUTO_LAPLACE_STEPS", 0)
     # a path short for its data (K x 21 elements): the census alone, not the Laplace loop
     auto = pa.sample_ais(model=model, random_seed=4, **light)
     assert auto.attrs["base"] == "prior" and "laplace_num_steps" not in auto.attrs
     assert auto.attrs["laplace_reason"].startswith("not run: the prior's path is short")
     np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
                                   prior["particles"]["log_weight"].values)
-    monkeypatch.setattr(sampling, "AUTO_LAPLACE_WORK", 0)
+    monkeypatch.setattr(bases, "AUTO_LAPLACE_WORK", 0)
     auto = pa.sample_ais(model=model, random_seed=4, **light)
     assert auto.attrs["base"] == "prior" and auto.attrs["laplace_num_steps"] == 10**6
     np.testing.assert_array_equal(auto["particles"]["log_weight"].values,
@@ -77,16 +77,16 @@ def test_a_poor_fit_falls_back_to_the_prior_bit_for_bit(normal_mean, monkeypatch
     prior's: with a good fit it is, and with a Gaussian fitted 30 posterior widths off (its
     pilot asks for more temperatures) the prior runs, the very run of ``base="prior"``."""
     _, model = normal_mean
-    monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", 0)  # every path "long": the mixture
-    monkeypatch.setattr(sampling, "_laplace_pilot",  # never the Laplace base
+    monkeypatch.setattr(bases, "AUTO_BASE_STEPS", 0)  # every path "long": the mixture
+    monkeypatch.setattr(bases, "laplace_pilot",  # never the Laplace base
                         lambda *args: (None, {"laplace_reason": "switched off"}))
     light = {**SMALL, "draws": 100, "num_pilot": 64, "fit_steps": 50}
     good = pa.sample_ais(model=model, random_seed=4, **light)
     assert good.attrs["base"] == "gaussian"
     assert good.attrs["gaussian_num_steps"] == good.attrs["num_steps"] \
         <= good.attrs["prior_num_steps"]
-    fit = sampling.fit_gaussian
-    monkeypatch.setattr(sampling, "fit_gaussian", lambda x: (lambda m, c: (
+    fit = bases.fit_gaussian
+    monkeypatch.setattr(bases, "fit_gaussian", lambda x: (lambda m, c: (
         m + 30.0 * np.sqrt(np.diag(c)), c / 100.0))(*fit(x)))
     poor = pa.sample_ais(model=model, random_seed=4, **light)
     prior = pa.sample_ais(model=model, base="prior", random_seed=4, **light)
@@ -115,7 +115,7 @@ def _bimodal():
 
 
 @pytest.mark.parametrize("threshold", [
-    pytest.param(sampling.AUTO_BASE_STEPS, id="prior"),
+    pytest.param(bases.AUTO_BASE_STEPS, id="prior"),
     pytest.param(0, id="mixture", marks=pytest.mark.slow)])
 def test_a_bimodal_posterior_is_right_or_warned(threshold, monkeypatch):
     """Both bases: the estimate is within 3 standard errors of the quadrature, or the call
@@ -125,8 +125,8 @@ def test_a_bimodal_posterior_is_right_or_warned(threshold, monkeypatch):
     Laplace base is switched off here (``tests/pymc/test_laplace_base.py`` runs it on the
     same posterior)."""
     model, exact = _bimodal()
-    monkeypatch.setattr(sampling, "AUTO_BASE_STEPS", threshold)
-    monkeypatch.setattr(sampling, "_laplace_pilot",
+    monkeypatch.setattr(bases, "AUTO_BASE_STEPS", threshold)
+    monkeypatch.setattr(bases, "laplace_pilot",
                         lambda *args: (None, {"laplace_reason": "switched off"}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

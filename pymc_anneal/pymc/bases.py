@@ -1,0 +1,531 @@
+r"""The bases that :func:`~pymc_anneal.pymc.sampling.sample_ais` anneals from, and the choice
+among them (issue 41).
+
+Every base is a normalized distribution :math:`q` over the model's unconstrained values, and
+the path :math:`q^{1-\beta}\,\pi^\beta` to the model's density :math:`\pi` (the prior times
+the likelihood, Jacobians included) keeps the estimate unbiased whatever :math:`q` is
+(``docs/design.md``, "Bases"):
+
+* the **prior** (:attr:`pymc_anneal.paths.Path.sample_base`): tempering the likelihood, the
+  path of the model itself;
+* the **annealed fit** (``base="gaussian"``, :func:`gaussian_base`): a Gaussian fitted to
+  the particles of a short AIS run from the prior, mixed with 10 % of the prior;
+* the **Laplace base** (``base="laplace"``, :func:`laplace_route`, :func:`laplace_pilot`): a
+  Gaussian at each mode that L-BFGS finds (:mod:`pymc_anneal.pymc.laplace`), mixed with a
+  defensive share; it needs no prior draws, so it also serves a prior that cannot be drawn
+  (``transform=ordered``, draws that overflow);
+* **posterior draws** the user has (``base=idata``, :func:`draws_base`).
+
+:func:`choose_base` is ``base="auto"``: the prior's pilot runs first (and stops early where
+what it measured already asks for the Laplace base), then the base whose pilot asks for the
+fewest temperatures runs. The driver knows none of this: each base is a
+:class:`~pymc_anneal.paths.Path`, and the chosen base's pilot is handed to
+:func:`~pymc_anneal.driver.run_annealing`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+
+from pymc_anneal.diagnostics import check_weights, second_opinion_message
+from pymc_anneal.driver import RunOptions, check_run, run_annealing
+from pymc_anneal.driver.cache import choose_loop
+from pymc_anneal.driver.run import run_pilot
+from pymc_anneal.driver.tuning import Pilot, auto_num_steps
+from pymc_anneal.driver.tuning import bands as tuning_bands
+from pymc_anneal.exceptions import AnnealingError, warn
+from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
+from pymc_anneal.pymc.adapter import ordered_prior_mass
+from pymc_anneal.pymc.bridge import _functions, _posterior, _unconstrained_draws
+from pymc_anneal.pymc.laplace import (
+    NUM_STARTS,
+    draws_base_path,
+    laplace_base_path,
+    missed_modes,
+)
+from pymc_anneal.schedules import make_schedule
+from pymc_anneal.validation import check_choice
+
+__all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK",
+           "BASES", "LaplaceFit", "annealed_discrete", "base_choice", "choose_base",
+           "draws_base", "gaussian_base", "laplace_pilot", "laplace_route", "modes_text",
+           "second_opinion", "side_stream", "warn_modes_missed"]
+
+BASES = ("auto", "prior", "gaussian", "laplace")
+"""The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
+AUTO_LAPLACE_STEPS = 100
+"""With ``base="auto"`` and ``num_steps="auto"``: the Laplace base is fitted (and its pilot
+run) only where the prior's pilot asks for more than this many temperatures. Below, the
+prior's run costs about what the fit and a second pilot would (1.5-5 s), and the run is
+``base="prior"``'s, bit for bit."""
+AUTO_CENSUS_STEPS = 500
+"""With ``base="auto"`` and ``num_steps="auto"``: the most temperatures the prior's pilot may
+ask for where the census alone is fitted (:data:`AUTO_LAPLACE_WORK`). Above, the prior's
+K is not trusted to be cheap: under a ``Gamma(0.001, 0.001)`` precision prior its pilot
+asked for about 900 and the runs, repeated, for 15,000 and more."""
+AUTO_LAPLACE_WORK = 200_000
+"""With ``base="auto"`` and ``num_steps="auto"``, where the prior's pilot asks for more than
+:data:`AUTO_LAPLACE_STEPS` (and at most :data:`AUTO_CENSUS_STEPS`) temperatures: the Laplace
+base's loop is built and piloted only where the prior's run would cost more than this, in
+temperatures times the model's data (:func:`_data_size`, the elements of the arrays its
+likelihood reads, plus d). That loop's compile and pilot cost 2-3 s on 2 cores at a first
+call, more than a run from the prior on a small data set; a repeated call (the loop
+compiled) gains what the shorter path saves. Below, the census of modes is still fitted
+(a mode that the prior's particles left short still gets the Laplace base). Measured
+(``bench_evidence.py``, 2 cores): nig (K = 171 from the prior x 204 elements), polynomial
+(400 x 180) and logistic (105 x 403) took 1.1-1.2x SMC's first call with the Laplace loop,
+0.6-0.8x without; linreg10 (900 x 560) keeps it: first call 1.1x SMC's either way, steady
+state 0.7 s against the prior's 2.4 s; radon_pooled (800 x 2,800) 7 s against a minute."""
+AUTO_BASE_STEPS = 1000
+"""With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
+asks for at most this many temperatures; a path that needs more gets the defensive mixture
+of a fitted Gaussian and the prior (``base="gaussian"``) instead. Small models stay on the
+prior (measured: K = 20-900 up to d = 10); the 100-d linear model (K = 6,000-9,000 from the
+prior, 258 s) moves to the mixture (K = 61-65; see ``benchmarks/bench_highdim.py``), which
+is kept only if its own pilot asks for no more temperatures than the prior's."""
+
+
+def base_choice(base) -> tuple[str, xr.Dataset | None]:
+    """``sample_ais``'s ``base``: a name of :data:`BASES`, or posterior draws (the result of
+    ``pm.sample``), then ``("draws", their posterior group)``."""
+    if isinstance(base, str):
+        return check_choice("base", base, BASES), None
+    if isinstance(base, xr.DataTree):
+        return "draws", _posterior(base, who="sample_ais(base=...)")
+    raise AnnealingError(
+        f"base must be one of {list(BASES)} or posterior draws of the model (the DataTree "
+        f"that pm.sample returns), got {type(base).__name__}. Pass base=pm.sample(...) to "
+        "fit the base to draws you have.")
+
+
+def draws_base(model, mp, posterior: xr.Dataset, rng: np.random.Generator):
+    """``base=idata``: ``(path, attrs)`` of a base fitted to the posterior draws
+    (:func:`~pymc_anneal.pymc.laplace.draws_base_path`), their names and shapes checked
+    against the model's (as :func:`pymc_anneal.bridge_sampling` checks them). Its defensive
+    share is the prior where the prior can be drawn; where it cannot because of
+    ``transform=ordered``, the warning that the prior as written is not normalized."""
+    path = mp.path
+    if path.discrete_dims:
+        raise AnnealingError(
+            "a base fitted to posterior draws covers continuous coordinates only, and this "
+            f"model anneals the discrete variables {annealed_discrete(mp)}; use "
+            'base="prior" or base="gaussian".')
+    draws = _unconstrained_draws(posterior, mp, _functions(mp, model), min_draws=2, needs=(
+        "a base fitted to posterior draws needs at least {} draws per chain"))
+    drawable = path.base_scale is not None
+    base_path, info = draws_base_path(path, draws, prior_defensive=drawable)
+    reason = "fitted to the posterior draws given (base=idata)"
+    if not drawable:
+        info.update(_ordered_note(model, mp, side_stream(rng))[0])
+    return base_path, {**info, "base_reason": reason}
+
+
+def _ordered_note(model, mp, rng: np.random.Generator, what: str = "") -> tuple[dict, str]:
+    """Where the prior cannot be drawn because of ``transform=ordered``: an
+    ``AnnealingWarning`` that the prior as written is not normalized, and by how much (then
+    ``what``, the base that runs), the attributes that record it and the variables' names;
+    else ``({}, "")``."""
+    mass = ordered_prior_mass(model, mp, rng)
+    if mass is None:
+        return {}, ""
+    names = ", ".join(repr(n) for n in mass["ordered"])
+    warn(
+        f"the prior as written is not normalized: {names} (transform=ordered) has the density "
+        "of its unordered prior restricted to the ordered region, whose prior mass is "
+        f"exp({mass['log_prior_mass']:.3f} +/- {mass['log_prior_mass_se']:.3f}). The log "
+        "evidence reported is that of the model as written (the integral of its density); "
+        f"with the prior normalized it is {-mass['log_prior_mass']:.3f} higher. Compare "
+        f"models on the same footing.{what}")
+    return {"log_prior_mass": mass["log_prior_mass"],
+            "log_prior_mass_se": mass["log_prior_mass_se"]}, names
+
+
+def laplace_route(model, mp, base: str, rng: np.random.Generator):
+    """``base="auto"`` on a model whose prior cannot be drawn: ``(path, attrs)`` from a
+    Laplace fit's base (:mod:`pymc_anneal.pymc.laplace`). Where that is because of
+    ``transform=ordered``, with an ``AnnealingWarning`` that the prior as written is not
+    normalized, and by how much; where draws overflow (a Normal whose scale has an
+    ``InverseGamma(0.001, 0.001)`` prior), silently: the prior is normalized. None where the
+    prior can be drawn (or another base was asked for: its route then raises the prior's
+    named error)."""
+    path = mp.path
+    if base == "laplace":
+        base_path, info, _ = _laplace_base(model, mp, rng)
+        if path.base_scale is None:  # its note, from a stream the run never reaches
+            info.update(_ordered_note(model, mp, side_stream(rng))[0])
+        return base_path, info
+    if base != "auto" or path is None or path.base_scale is not None or path.discrete_dims:
+        return None
+    fit_rng, mass_rng = rng.spawn(2)
+    note, names = _ordered_note(model, mp, copy.deepcopy(mass_rng), what=(
+        " (The prior cannot be drawn, so the base is a Laplace fit found by optimization.)"))
+    base_path, info, _ = _laplace_base(model, mp, fit_rng)
+    if not note:  # draws that overflow where PyMC's transform cannot help: the prior is
+        reason = "its draws overflow"  # normalized, only its draws are not to be had
+        try:
+            path.sample_base(mass_rng, 200)
+        except AnnealingError as error:
+            reason = str(error).split(": ", 1)[-1].split(". ")[0]
+        return base_path, {**info, "base_reason": f"prior cannot be drawn ({reason})"}
+    return base_path, {**info, **note,
+                       "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}
+
+
+def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
+    """``(path, attrs, modes)`` from the Laplace fit's base, started at the model's initial point
+    and at ``positions`` (a pilot's particles: distinct ones, drawn at random) or, without
+    them, where the prior can be drawn, at prior draws. The defensive share is the prior
+    where it can be drawn, as ``base="gaussian"``'s is; else a Gaussian
+    :data:`~pymc_anneal.pymc.laplace.DEFENSIVE_WIDTH` times wider than the fit."""
+    path = mp.path
+    if path.discrete_dims:
+        raise AnnealingError(
+            f'base="laplace" covers continuous coordinates only, and this model anneals the '
+            f"discrete variables {annealed_discrete(mp)}; use base=\"prior\" or "
+            'base="gaussian".')
+    point = model.initial_point()
+    start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
+    starts = np.where(np.isfinite(start), start, 0.0)[None, :]
+    drawable = path.base_scale is not None
+    if positions is not None:
+        distinct = np.unique(np.asarray(positions, dtype=np.float64), axis=0)
+        pick = rng.choice(len(distinct), size=min(NUM_STARTS, len(distinct)), replace=False)
+        starts = np.concatenate([starts, distinct[pick]])
+    if drawable:
+        starts = np.concatenate([starts, path.sample_base(rng, NUM_STARTS)])
+    return laplace_base_path(path, starts, rng, num_starts=max(len(starts), NUM_STARTS),
+                             prior_defensive=drawable)
+
+
+class LaplaceFit(NamedTuple):
+    """The Laplace base that ``base="auto"`` fitted: its path, attributes and census of
+    modes, its pilot (None where it failed or was not run) and the run options its loop
+    builds with (None where only the census was fitted: :func:`_census`)."""
+
+    path: Path
+    info: dict
+    modes: list
+    pilot: Pilot | None
+    options: RunOptions
+
+
+def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
+                 draws: int, chains: int, rng: np.random.Generator, auto_backend: bool):
+    """``base="auto"``: the base whose pilot asks for the fewest temperatures. The prior's
+    pilot runs first; where it asks for more than :data:`AUTO_LAPLACE_STEPS` temperatures,
+    on a model without annealed discrete variables, its particles seed the Laplace fit's
+    census of modes (:func:`laplace_pilot`), and the Laplace base runs where its pilot
+    asks for fewer temperatures than the prior's. Otherwise the prior,
+    unless its pilot asks for more than :data:`AUTO_BASE_STEPS` temperatures and a Gaussian
+    base can be built on the path (``base="gaussian"``, checked by its own pilot).
+
+    Returns the base, the chosen base's pilot (its run then uses it: the same result as
+    without it, bit for bit; the Gaussian's fitting run, from the prior too, takes the
+    prior's tuned values), the attributes that record the choice, and the
+    :class:`LaplaceFit` where one was made (else None). Where the prior's pilot left a mode
+    of the fit's census empty
+    (:func:`~pymc_anneal.pymc.laplace.missed_modes`), the Laplace base runs whatever its
+    pilot asks. Where the prior's run is cheap for the model's data
+    (:data:`AUTO_LAPLACE_WORK`), the census alone is fitted: the prior runs unless its pilot
+    left a mode short (and ``sample_ais`` builds the Laplace base's loop afterwards where
+    the run's particles do). Without ``num_steps="auto"`` there is nothing measured to
+    choose by: the prior."""
+    path = mp.path
+    if base != "auto":
+        return base, None, {}, None
+    if not auto:
+        return "prior", None, {}, None
+    try:
+        check_gaussian_base(path)
+    except AnnealingError:  # a Gaussian cannot cover this path: the prior it is
+        return "prior", None, {}, None
+    size = _data_size(model) + path.num_dims
+    def prior_pilot(enough=None):
+        return run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
+                         options=options, label=f"{path.name} (choosing the base)",
+                         enough=enough)
+
+    found = None
+    # the prior's pilot stops where the Laplace base's pilot runs whatever the rest measures
+    pilot = prior_pilot(None if path.discrete_dims else _laplace_certain(
+        options.tuning.auto_variance, size))
+    if pilot.stopped_at is not None:
+        found, more = laplace_pilot(model, mp, options, betas, draws, chains,
+                                     side_stream(rng), pilot.positions, auto_backend)
+        chosen = _stopped_choice(pilot, found, more, options.tuning)
+        if chosen is not None:
+            return (*chosen, found)
+        # no shorter Laplace path: the whole pilot and a census from its particles, the
+        # choice made as if the pilot had never stopped
+        pilot, found = prior_pilot(), None
+    prior_steps = pilot.schedule(options.tuning)[0].size - 1
+    choice = {"prior_num_steps": prior_steps}
+    work = prior_steps * size
+    if (not path.discrete_dims and work <= AUTO_LAPLACE_WORK
+            and AUTO_LAPLACE_STEPS < prior_steps <= min(AUTO_CENSUS_STEPS, AUTO_BASE_STEPS)):
+        # a cheap run from the prior: the census alone
+        census = _census(model, mp, side_stream(rng), pilot.positions)
+        if census is not None and not missed_modes(census.modes, pilot.positions, factor=10):
+            return "prior", pilot, {**choice, "laplace_reason": (
+                f"not run: the prior's path is short for its data ({prior_steps} temperatures "
+                f"x {work // prior_steps} elements <= AUTO_LAPLACE_WORK)")}, census
+    if not path.discrete_dims and prior_steps > AUTO_LAPLACE_STEPS:
+        found, more = laplace_pilot(model, mp, options, betas, draws, chains,
+                                     side_stream(rng), pilot.positions, auto_backend)
+        choice.update(more)
+        steps = more.get("laplace_num_steps")
+        fitted_pilot = None if found is None else found.pilot
+        if fitted_pilot is not None:
+            missed = missed_modes(found.modes, pilot.positions, factor=10)
+            if missed:  # tempering's blind spot: the census's base includes the mode
+                return "laplace", fitted_pilot, {**choice, "base_reason": (
+                    f"the prior's pilot left short {modes_text(missed, found.modes)} of "
+                    f"the optimizer's census (the Laplace base's pilot asked for {steps} "
+                    f"temperatures, the prior's for {prior_steps})")}, found
+            if steps < prior_steps:
+                if steps <= AUTO_BASE_STEPS:
+                    return "laplace", fitted_pilot, {**choice, "base_reason": (
+                        f"the Laplace base's pilot asked for {steps} temperatures, the "
+                        f"prior's for {prior_steps}")}, found
+                # both paths are long: the fitted mixture is tried too
+                # (:func:`gaussian_base` takes the base whose pilot asks for the fewest)
+                return "gaussian", pilot, choice, found
+    chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
+    return chosen, pilot, choice, found
+
+
+def _laplace_certain(target_variance: float, size: int):
+    """``enough`` for the prior's pilot (:func:`~pymc_anneal.driver.run.run_pilot`): True
+    once the K that the path measured so far asks for (its thermodynamic length only grows
+    with the bands still to run) is one for which :func:`choose_base` builds the Laplace
+    base's loop and pilot whatever the rest measures: more than
+    ``min(AUTO_CENSUS_STEPS, AUTO_BASE_STEPS)``, or more than :data:`AUTO_LAPLACE_STEPS`
+    at a work above :data:`AUTO_LAPLACE_WORK` for ``size`` elements per log density."""
+    def enough(length: float, inefficiency: float) -> bool:
+        steps = auto_num_steps(length, target_variance, inefficiency)
+        return steps > min(AUTO_CENSUS_STEPS, AUTO_BASE_STEPS) or (
+            steps > AUTO_LAPLACE_STEPS and steps * size > AUTO_LAPLACE_WORK)
+    return enough
+
+
+def _stopped_choice(prior: Pilot, found, more: dict, tuning) -> tuple | None:
+    """Where the prior's pilot stopped early (:func:`_laplace_certain`): ``(base, pilot,
+    attrs)`` of the Laplace base where its pilot asks for fewer temperatures than the
+    prior's part did (and at most :data:`AUTO_BASE_STEPS`), else None (the prior's whole
+    pilot then decides, as without the stop)."""
+    steps = more.get("laplace_num_steps")
+    if found is None or found.pilot is None or steps > AUTO_BASE_STEPS:
+        return None
+    partial = prior.schedule(tuning)[0].size - 1
+    if steps >= partial:
+        return None
+    ran, bands = prior.stopped_at, tuning.num_bands
+    done = sum(stop <= ran for _, stop in tuning_bands(prior.betas.size - 1, bands))
+    return "laplace", found.pilot, {
+        "prior_num_steps": partial, **more,
+        "prior_pilot": (f"stopped after {done} of its {bands} bands (beta = "
+                        f"{prior.betas[ran]:.3g}), where it asked for {partial} temperatures"),
+        "base_reason": (f"the Laplace base's pilot asked for {steps} temperatures, the "
+                        f"prior's for {partial} by beta = {prior.betas[ran]:.3g} (its pilot "
+                        "stopped there: the rest of the path only adds to its length)")}
+
+
+def modes_text(missed, modes) -> str:
+    """``missed`` (of :func:`~pymc_anneal.pymc.laplace.missed_modes`) in words."""
+    return "; ".join(
+        f"the mode at {np.array2string(modes[k][1], precision=2, threshold=6)} (about "
+        f"{100 * share:.0f} % of the posterior by its Laplace mass, {100 * held:.1f} % of the "
+        "particles' weight)" for k, share, held in missed)
+
+
+def warn_modes_missed(missed, modes) -> None:
+    """Warn that a run's final particles left modes of the optimizer's census short
+    (:func:`~pymc_anneal.pymc.laplace.missed_modes`), where it cannot run again from the
+    Laplace base: the estimate lacks part of their mass, silently by its weights."""
+    share = min(sum(share for _, share, _ in missed), 0.999)
+    held = sum(held for _, _, held in missed)
+    warn(f"the run's particles left short {modes_text(missed, modes)}, a mode that the "
+         "optimizer found: the estimate lacks part of its mass and is about "
+         f"{np.log((1 - held) / (1 - share)):.2f} nats low (tempering's blind spot for modes "
+         'of unequal width). Run with base="laplace", which puts a component of the base at '
+         "each mode found.")
+
+
+def side_stream(rng: np.random.Generator) -> np.random.Generator:
+    """A stream independent of every one that ``rng`` spawns for the run (a spawn key no
+    run reaches), without advancing ``rng``: where the Laplace base is not taken, the run
+    is the very one of ``base="prior"``, bit for bit."""
+    seq = rng.bit_generator.seed_seq
+    return np.random.default_rng(np.random.SeedSequence(
+        seq.entropy, spawn_key=(*seq.spawn_key, 2**32 - 41), pool_size=seq.pool_size))
+
+
+def _data_size(model) -> int:
+    """The elements of the arrays (constants and ``pm.Data``) that the model's likelihood
+    reads, its observations included: a measure of the cost of one log density, for
+    :data:`AUTO_LAPLACE_WORK`."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import graph_inputs
+
+    graphs = [*model.observed_RVs, *model.potentials,
+              *(model.rvs_to_values[v] for v in model.observed_RVs)]
+    size = 0
+    for var in set(graph_inputs(graphs)):
+        if isinstance(var, Constant):
+            size += int(np.size(var.data))
+        elif isinstance(var, SharedVariable) and not isinstance(
+                var.get_value(borrow=True), np.random.Generator):
+            size += int(np.size(var.get_value(borrow=True)))
+    return size
+
+
+def _census(model, mp, rng, positions):
+    """The Laplace fit's census of modes (:func:`_laplace_base`) as a :class:`LaplaceFit`
+    without its loop or pilot (``options`` None: :func:`laplace_pilot` may still run it);
+    None where the fit failed."""
+    try:
+        path, info, modes = _laplace_base(model, mp, rng, positions)
+    except AnnealingError:
+        return None
+    return LaplaceFit(path, info, modes, None, None)
+
+
+def laplace_pilot(model, mp, options, betas, draws, chains, rng, positions,
+                   auto_backend: bool):
+    """The Laplace fit's base (a component per mode found) and its pilot: ``(fit, attrs)``
+    with ``fit`` a :class:`LaplaceFit` (its pilot None, and the reason in ``attrs``, where
+    its base cannot run), or None where the fit failed. With ``auto_backend`` a loop that
+    the run's backend cannot build on this path (JAX: Mb's Alloc of a shape computed in
+    the graph) is built on Numba or C (:func:`~pymc_anneal.driver.cache.choose_loop`;
+    ``laplace_backend_fallback`` says so)."""
+    try:
+        path, info, modes = _laplace_base(model, mp, rng, positions)
+    except AnnealingError as error:
+        return None, {"laplace_reason": f"the fit failed: {error}"}
+    attrs = {}
+    try:
+        if auto_backend:
+            options, fallback = choose_loop(path, options, draws=draws, chains=chains,
+                                            auto_backend=True)
+            attrs.update({f"laplace_{k}": v for k, v in fallback.items()})
+        pilot = run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
+                          options=options, label=f"{mp.path.name} (choosing the base)")
+    except AnnealingError as error:
+        return LaplaceFit(path, info, modes, None, options), {
+            **attrs, "laplace_reason": f"its pilot failed: {error}"}
+    attrs["laplace_num_steps"] = pilot.schedule(options.tuning)[0].size - 1
+    return LaplaceFit(path, info, modes, pilot, options), attrs
+
+
+def gaussian_base(path, options, main_options, schedule, fit, betas, size, rng, ckpt,
+                   prior_pilot, choice: dict, laplace=None):
+    """The run's inputs with the fitted mixture's base: ``(base, path, pilot, rng,
+    fit_info, fit_log_w)``.
+
+    Chosen by ``base="auto"`` (``choice`` holds the prior pilot's K), the mixture is kept
+    only if the pilot of its own path asks for no more temperatures than the prior's: a
+    fit that went wrong (its short run's particles are a poor picture of a 100-d posterior
+    at some seeds: K = 5,228 against the prior's 3,521 on the 100-d linear model, seed 1000)
+    would otherwise cost more than the prior. Then the prior runs as ``base="prior"`` would
+    (its pilot and the generator as they were: the same result, bit for bit). The pilot of
+    the mixture's path is the one its run would run first (``pilot=``: the same result).
+    ``laplace``, the :class:`LaplaceFit` of a Laplace base whose path is long too, is a
+    third candidate: the base whose pilot asks for the fewest temperatures runs (ties to
+    the mixture), and ``base_reason`` lists the three."""
+    draws, chains = size
+    check_run(path, main_options, draws=draws, chains=chains,  # before the fit
+              num_steps=betas.size - 1)
+    prior_rng = copy.deepcopy(rng)
+    fit_rng, rng = rng.spawn(2)
+    mixture, fit_info, fit_log_w = _fit_gaussian_base(path, options, schedule, *fit, fit_rng,
+                                                      ckpt, prior_pilot)
+    if not choice:  # asked for: the mixture (the prior's pilot was tuned for the fit only)
+        return "gaussian", mixture, None, rng, fit_info, fit_log_w
+    pilot = run_pilot(mixture, betas=betas, draws=draws, chains=chains, rng=rng,
+                      options=main_options, label=f"{path.name} (checking the base)")
+    choice["gaussian_num_steps"] = pilot.schedule(main_options.tuning)[0].size - 1
+    steps = {"gaussian": choice["gaussian_num_steps"], "prior": choice["prior_num_steps"]}
+    if laplace is not None and laplace.pilot is not None:
+        steps["laplace"] = choice["laplace_num_steps"]
+    best = min(steps, key=lambda name: (steps[name], name != "gaussian"))
+    choice["base_reason"] = ", ".join(f"{k}: {v}" for k, v in steps.items())
+    choice["base_reason"] = f"the fewest temperatures ({choice['base_reason']})"
+    if best == "gaussian":
+        return "gaussian", mixture, pilot, rng, fit_info, fit_log_w
+    if best == "laplace":
+        return "laplace", laplace.path, laplace.pilot, prior_rng, laplace.info, None
+    return "prior", path, prior_pilot, prior_rng, {}, None
+
+
+def _fit_gaussian_base(path, options: RunOptions, schedule, fit_steps: int,
+                      fit_draws: int | None, rng: np.random.Generator,
+                      checkpoint=None, pilot: Pilot | None = None) -> tuple[Path, dict]:
+    """``base="gaussian"``: the path from a Gaussian fitted to a short AIS run's particles.
+
+    The fitting run anneals ``path`` from its prior base through ``fit_steps`` temperatures
+    of ``schedule`` (``"power"`` for an array or ``"adaptive"``) with ``fit_draws`` particles
+    (default ``min(max(num_pilot, 10 * d), 4000)``), equally weighted: a short run's
+    particles are each close to the posterior (lagging a little, i.e. slightly too wide,
+    which suits a base), while their weights are often degenerate in high dimensions (so a
+    low ESS here is no warning). ``pilot``, a pilot from the prior on the same kind of
+    schedule (``base="auto"``'s), gives the fitting run its tuned values (at the step of
+    its grid that each temperature falls in) instead of a pilot of its own. The Gaussian
+    covers the continuous coordinates; annealed discrete ones keep their prior given the
+    rest as their base (:func:`pymc_anneal.paths.gaussian_base_path`).
+
+    Returns
+    -------
+    path : Path
+        In the Gaussian's whitened coordinates (:meth:`~pymc_anneal.paths.Path.to_model`
+        maps them back).
+    info : dict
+        ``fit_steps``, ``fit_draws`` and ``fit_ess``, for the result's attributes.
+    log_weights : ndarray (1, fit_draws)
+        The fitting run's AIS weights: an estimate of the same evidence from the prior.
+    """
+    check_gaussian_base(path)  # before the fitting run, not after it
+    d = path.num_dims
+    fit_draws = fit_draws or min(max(options.tuning.num_pilot, 10 * d), 4000)
+    fit_schedule = schedule if isinstance(schedule, str) and schedule != "adaptive" else "power"
+    fit_betas = make_schedule(fit_schedule, fit_steps)
+    if pilot is not None:
+        index = np.searchsorted(pilot.betas[1:], fit_betas[1:], side="left")
+        index = index.clip(0, pilot.betas.size - 2)
+        pilot = Pilot(fit_betas, {k: v[index] for k, v in pilot.values.items()},
+                      np.full(fit_steps, np.nan), pilot.inefficiency)
+    fit = run_annealing(path, betas=fit_betas, draws=fit_draws, chains=1, rng=rng,
+                        options=options, label=f"{path.name} (fitting the base)",
+                        checkpoint=checkpoint, pilot=pilot)
+    alive = np.isfinite(fit.log_weights[0])
+    if not alive.any():
+        check_weights(fit.log_weights)  # the clear error for all-zero weights
+    continuous = np.setdiff1d(np.arange(d), path.discrete_dims)
+    mean, cov = fit_gaussian(fit.positions[0][alive][:, continuous])
+    return gaussian_base_path(path, mean, cov), {
+        "fit_steps": fit_steps, "fit_draws": fit_draws,
+        "fit_ess": float(np.sum(fit.settings["ess"]))}, fit.log_weights
+
+
+def second_opinion(log_w: np.ndarray, fit_log_w: np.ndarray, fit_steps: int) -> None:
+    """``base="gaussian"``: warn when the estimate is far below the fitting run's, an
+    independent estimate of the same evidence from the prior
+    (:func:`pymc_anneal.diagnostics.second_opinion_message`): the Gaussian base missed part of
+    the posterior that the prior reached (a funnel's neck: the calibration suite found one
+    0.10 nat low at a standard error of 0.017, with healthy-looking weights)."""
+    message = second_opinion_message(
+        log_w, fit_log_w, what="the run from the Gaussian base",
+        reference=f"the run from the prior that fitted it ({fit_steps} temperatures)",
+        fix='Use base="prior" for this model, or raise num_steps.')
+    if message:
+        warn(message)
+
+
+def annealed_discrete(mp) -> list[str]:
+    dims = set(mp.path.discrete_dims)
+    return [name for name, sl, _ in mp.value_slices
+            if dims.intersection(range(sl.start, sl.stop))]
