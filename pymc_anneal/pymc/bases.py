@@ -117,7 +117,8 @@ def draws_base(model, mp, posterior: xr.Dataset, rng: np.random.Generator):
     draws = _unconstrained_draws(posterior, mp, _functions(mp, model), min_draws=2, needs=(
         "a base fitted to posterior draws needs at least {} draws per chain"))
     drawable = path.base_scale is not None
-    base_path, info = draws_base_path(path, draws, prior_defensive=drawable)
+    base_path, info = draws_base_path(path, draws, prior_defensive=drawable,
+                                      rng=side_stream(rng).spawn(1)[0])
     reason = "fitted to the posterior draws given (base=idata)"
     if not drawable:
         info.update(_ordered_note(model, mp, side_stream(rng))[0])

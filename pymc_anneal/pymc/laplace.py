@@ -7,8 +7,9 @@ included), with the geometric path :math:`q^{1-\beta}\pi^\beta`, estimates
 :math:`Z = \int \pi` without bias (``docs/design.md``, "The Laplace base"). :math:`q` is a
 mixture of Gaussians, one at each distinct maximum of :math:`\log \pi` that L-BFGS finds
 from a few dispersed starts (the census, :func:`fit_modes`), with the inverse of the
-negative Hessian (central differences of the gradient) as its covariance, widened by
-:data:`WIDTH`, weighted by its Laplace mass; mixed with a defensive share of the prior, or,
+negative Hessian (central differences of the gradient) as its covariance, widened by the
+width of :data:`WIDTHS` whose mixture best covers the target (:func:`choose_width`, an
+inclusive KL), weighted by its Laplace mass; mixed with a defensive share of the prior, or,
 where the prior cannot be drawn, of the first Gaussian :data:`DEFENSIVE_WIDTH` times wider
 (Hesterberg 1995), so that a poor fit costs variance, never bias. :func:`missed_modes`
 checks a run from another base against the census: a mode its particles left short is the
@@ -23,14 +24,17 @@ import weakref
 
 import numpy as np
 import pytensor.tensor as pt
+from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
+from scipy.special import logsumexp
 
 from pymc_anneal.backends import compile_repeated
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.paths import Path, fit_gaussian, mixture_base_path
+from pymc_anneal.paths import Path, _floored_cholesky, fit_gaussian, mixture_base_path
 
 __all__ = ["DEFENSIVE_WIDTH", "EVALUATION_BATCH", "MAX_STEEPNESS", "MIN_MODE_SHARE",
-           "NUM_STARTS", "WIDTH", "draws_base_path", "fit_laplace", "fit_modes",
+           "NUM_STARTS", "WIDTHS", "WIDTH_DRAWS", "choose_width", "draws_base_path",
+           "fit_laplace", "fit_modes",
            "laplace_base_path", "laplace_mass", "missed_modes", "mode_shares"]
 
 NUM_STARTS = 8
@@ -38,9 +42,16 @@ NUM_STARTS = 8
 many of the prior pilot's particles and at as many prior draws (where the prior can be
 drawn; else at the initial point and draws around it)."""
 
-WIDTH = 1.5
-"""The base's covariance is ``WIDTH**2`` times the Laplace fit's: heavier than the
-posterior's, as a base should be."""
+WIDTHS = (1.0, 1.15, 1.3, 1.5)
+"""The widths tried for the base's Gaussians (:func:`choose_width`): each component's
+covariance is ``w**2`` times its fit's. A fixed 1.5 cost K = 338 temperatures on
+posteriordb's 87-d radon_county_intercept where 1.0-1.15 took 68-75 (the mismatch of a base
+``w`` times too wide grows as ``d (w**2 - 1 - 2 log w) / 2`` nats), and nothing on 2-3-d
+posteriors (K = 20 either way)."""
+
+WIDTH_DRAWS = 256
+"""Draws of each candidate base that :func:`choose_width` compares them on (common random
+numbers: the same normal draws scaled by each width)."""
 
 DEFENSIVE_WIDTH = 4.0
 """The defensive component's scale, in units of the fit's (weight
@@ -213,30 +224,81 @@ def _inverse_negative_hessian(evaluate, mean: np.ndarray) -> tuple[np.ndarray, b
     return (vectors / values) @ vectors.T, maximum
 
 
+def choose_width(path: Path, means: np.ndarray, covs: np.ndarray, weights: np.ndarray,
+                 rng: np.random.Generator) -> tuple[float, list[float]]:
+    r"""The width of :data:`WIDTHS` for a mixture base's Gaussians, and each width's score.
+
+    Each width ``w`` gives the mixture :math:`q_w = \sum_k w_k \mathcal N(\mu_k, w^2
+    \Sigma_k)`, scored by :math:`\mathrm{E}_\pi[\log q_w]` (the inclusive
+    :math:`-\mathrm{KL}(\pi \| q_w)` up to a constant: how well :math:`q_w` covers the
+    target), estimated by importance sampling: :data:`WIDTH_DRAWS` draws, an equal share
+    from each width, weighted by :math:`\pi / \bar q` with :math:`\bar q` the widths'
+    average density (the balance heuristic: draws of the narrowest keep their weight in
+    many dimensions, where the widest's alone would leave a handful). The highest score
+    wins (ties to the wider). Mass-covering on purpose: a base narrower than its target's
+    tails costs AIS temperatures at the end of the path, a wider one only at its start. The
+    mode-seeking ELBO (Pathfinder's choice among its approximations) picked the narrowest
+    base on posteriordb's eight_schools_noncentered (its posterior's tail in log tau is
+    exponential, the fit's Gaussian), whose pilot then asked for K = 411 against 149 at the
+    widest. For a Gaussian target the score is highest at the fit's own width; the widths
+    start there, never narrower. Where no draw has a finite density, the widest."""
+    evaluate = _log_density_function(path)
+    means = np.asarray(means, dtype=np.float64)
+    num, d = means.shape
+    weights = np.asarray(weights, dtype=np.float64)
+    weights = weights / weights.sum()
+    chols = np.array([_floored_cholesky(c) for c in np.asarray(covs, dtype=np.float64)])
+    inverses = np.array([solve_triangular(c, np.eye(d), lower=True) for c in chols])
+    log_det = np.array([np.sum(np.log(np.diag(c))) for c in chols])
+    component = rng.choice(num, size=WIDTH_DRAWS, p=weights)
+    offsets = np.einsum("nij,nj->ni", chols[component], rng.standard_normal((WIDTH_DRAWS, d)))
+    scale = np.repeat(WIDTHS, -(-WIDTH_DRAWS // len(WIDTHS)))[:WIDTH_DRAWS]
+    x = means[component] + scale[:, None] * offsets
+    squares = np.stack([np.sum(((x - means[k]) @ inverses[k].T) ** 2, axis=1)
+                        for k in range(num)], axis=1)
+
+    def log_q(width):
+        return (logsumexp(np.log(weights) - log_det - 0.5 * squares / width**2, axis=1)
+                - d * np.log(width) - 0.5 * d * np.log(2.0 * np.pi))
+
+    log_qs = [log_q(width) for width in WIDTHS]
+    log_r = evaluate(x)[0] - (logsumexp(log_qs, axis=0) - np.log(len(WIDTHS)))
+    finite = np.isfinite(log_r)
+    if not finite.any():
+        return WIDTHS[-1], [float("nan")] * len(WIDTHS)
+    share = np.exp(log_r[finite] - log_r[finite].max())
+    share /= share.sum()
+    scores = [float(share @ values[finite]) for values in log_qs]
+    best = max(range(len(WIDTHS)), key=lambda i: (scores[i], i))
+    return WIDTHS[best], scores
+
+
 def laplace_base_path(path: Path, starts: np.ndarray, rng: np.random.Generator,
                       num_starts: int = NUM_STARTS, prior_defensive: bool = False
                       ) -> tuple[Path, dict, list]:
     """The path from the Laplace fit's base (see the module docstring), what to record of
     the fit, and the modes of :func:`fit_modes` (the census): one Gaussian per mode found,
-    weighted by its Laplace mass (:func:`laplace_mass`), each ``WIDTH`` times wider than
-    its fit. ``prior_defensive``:
-    the defensive share is the path's own base (the prior, which must then be drawable)
-    rather than the wide Gaussian."""
+    weighted by its Laplace mass (:func:`laplace_mass`), each ``w`` times wider than
+    its fit, ``w`` of :data:`WIDTHS` by :func:`choose_width` (``laplace_width``).
+    ``prior_defensive``: the defensive share is the path's own base (the prior, which must
+    then be drawable) rather than the wide Gaussian."""
     modes, info = fit_modes(path, starts, rng, num_starts)
     log_mass = np.array([laplace_mass(value, cov) for value, _, cov in modes])
     keep = log_mass - log_mass.max() > NEGLIGIBLE_LOG_MASS  # else a weight of 0 (underflow)
     modes, log_mass = [m for m, k in zip(modes, keep) if k], log_mass[keep]
     info["laplace_modes"] = len(modes)
     weights = np.exp(log_mass - log_mass.max())
-    base = mixture_base_path(path, np.array([m for _, m, _ in modes]),
-                             np.array([WIDTH**2 * c for _, _, c in modes]), weights,
+    means, covs = np.array([m for _, m, _ in modes]), np.array([c for _, _, c in modes])
+    width, info["laplace_width_scores"] = choose_width(path, means, covs, weights, rng)
+    info["laplace_width"] = width
+    base = mixture_base_path(path, means, width**2 * covs, weights,
                              defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
     info["laplace_mode_weights"] = [float(w) for w in weights / weights.sum()]
     return base, info, modes
 
 
-def draws_base_path(path: Path, draws: np.ndarray, prior_defensive: bool = False
-                    ) -> tuple[Path, dict]:
+def draws_base_path(path: Path, draws: np.ndarray, prior_defensive: bool = False,
+                    rng: np.random.Generator | None = None) -> tuple[Path, dict]:
     """The path from a base fitted to posterior draws (``draws``: chains, draws, d, in the
     path's coordinates) and what to record of the fit.
 
@@ -245,11 +307,12 @@ def draws_base_path(path: Path, draws: np.ndarray, prior_defensive: bool = False
     apart) of a group's joins it, else it starts one (chains stuck in different modes of a
     mixture). Each group gets a Gaussian fitted to its draws (mean and Ledoit-Wolf-shrunk
     covariance, :func:`~pymc_anneal.paths.fit_gaussian`), weighted by its share of the
-    draws, mixed with the defensive share as :func:`laplace_base_path`'s (the prior where
-    ``prior_defensive``, else the first Gaussian :data:`DEFENSIVE_WIDTH` times wider). The
-    draws make the base only (``base_draws`` counts them, ``base_draws_group`` gives each
-    chain's group): the estimate is unbiased whatever they are, and draws of
-    another model or other data only cost temperatures."""
+    draws, its width chosen as :func:`laplace_base_path`'s (``base_draws_width``; ``rng``
+    draws the candidates), mixed with the defensive share as :func:`laplace_base_path`'s
+    (the prior where ``prior_defensive``, else the first Gaussian :data:`DEFENSIVE_WIDTH`
+    times wider). The draws make the base only (``base_draws`` counts them,
+    ``base_draws_group`` gives each chain's group): the estimate is unbiased whatever they
+    are, and draws of another model or other data only cost temperatures."""
     draws = np.asarray(draws, dtype=np.float64)
     groups: list[tuple[np.ndarray, np.ndarray, list[int]]] = []
     for c, chain in enumerate(draws):
@@ -260,16 +323,18 @@ def draws_base_path(path: Path, draws: np.ndarray, prior_defensive: bool = False
                 break
         else:
             groups.append((mean, cov, [c]))
-    fits = [fit_gaussian(draws[members].reshape(-1, draws.shape[-1]), inflation=WIDTH**2)
+    fits = [fit_gaussian(draws[members].reshape(-1, draws.shape[-1]))
             for _, _, members in groups]
     weights = np.array([len(members) for _, _, members in groups], dtype=np.float64)
-    base = mixture_base_path(path, np.array([m for m, _ in fits]),
-                             np.array([c for _, c in fits]), weights,
+    means, covs = np.array([m for m, _ in fits]), np.array([c for _, c in fits])
+    width, _ = choose_width(path, means, covs, weights,
+                            np.random.default_rng(0) if rng is None else rng)
+    base = mixture_base_path(path, means, width**2 * covs, weights,
                              defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
     group_of = [next(g for g, (_, _, members) in enumerate(groups) if c in members)
                 for c in range(draws.shape[0])]
     return base, {"base_draws": int(draws.shape[0] * draws.shape[1]),
-                  "base_draws_group": group_of}
+                  "base_draws_group": group_of, "base_draws_width": width}
 
 
 def mode_shares(modes, positions: np.ndarray, log_weights: np.ndarray | None = None

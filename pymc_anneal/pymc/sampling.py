@@ -97,11 +97,13 @@ def sample_ais(
     first, and on a model without annealed discrete variables a **Laplace base**
     (``base="laplace"``) is fitted too: L-BFGS from the model's initial point, 8 of the
     pilot's particles and 8 prior draws; the distinct modes found (a census: each optimum
-    more than one standard deviation from a higher one), a Gaussian at each with 1.5 times
-    the inverse negative Hessian's scale, weighted by its Laplace mass, mixed with 10 % of
-    the prior (or, where the prior cannot be drawn, of the first Gaussian 4 times wider), so
-    the estimate stays unbiased whatever the fit (only where the prior's pilot asks for more
-    than :data:`~pymc_anneal.pymc.bases.AUTO_LAPLACE_STEPS` temperatures: below, the
+    more than one standard deviation from a higher one), a Gaussian at each with the
+    inverse negative Hessian's covariance widened by the factor of 1.0, 1.15, 1.3 or 1.5
+    whose mixture best covers the posterior (``laplace_width``), weighted by its Laplace
+    mass, mixed with 10 % of the prior (or, where the prior cannot be drawn, of the first
+    Gaussian 4 times wider), so the estimate stays unbiased whatever the fit (only where
+    the prior's pilot asks for more than
+    :data:`~pymc_anneal.pymc.bases.AUTO_LAPLACE_STEPS` temperatures: below, the
     prior's run costs about what the fit would). Where this base's pilot asks for fewer
     temperatures than the prior's it runs: on real models with wide priors and many data,
     20-25 temperatures where the prior needs 700-20,000, and on two modes of unequal width

@@ -20,6 +20,7 @@ import xarray as xr
 
 import pymc_anneal as pa
 from pymc_anneal.exceptions import AnnealingError
+from pymc_anneal.pymc import laplace
 from tests import analytic
 from tests.pymc.test_sampling_auto_base import _bimodal
 from tests.pymc.test_unconstrained_draws import ordered_model
@@ -56,6 +57,7 @@ def test_draws_of_pm_sample_make_the_base():
     assert result.attrs["base"] == "draws", dict(result.attrs)
     assert result.attrs["base_draws"] == 600
     assert result.attrs["base_draws_group"] == [0, 0]
+    assert result.attrs["base_draws_width"] in laplace.WIDTHS
     assert "posterior draws" in result.attrs["base_reason"]
     assert result.attrs["num_steps"] <= 60
     _within(result, target.log_evidence)
