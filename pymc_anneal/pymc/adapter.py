@@ -940,6 +940,7 @@ def _check_terms(model: pm.Model, initial_point: dict, sample_base) -> None:
     observed, potentials = list(model.observed_RVs), list(model.potentials)
     terms = [pt.as_tensor(t) for t in model.logp(vars=observed + potentials, sum=False)]
     graphs, flat = join_nonshared_inputs(initial_point, terms, model.value_vars)
+    graphs = _checks_to_ninf(graphs)  # a failed parameter check is -inf, as in PyMC's own
     batch = pt.matrix("batch", dtype="float64")
     with vectorized_scans():
         graphs = vectorize_graph(graphs, replace={flat: batch})

@@ -92,9 +92,21 @@ def _multivariate():
     return model
 
 
+def _underflowing_scale():
+    """posteriordb's mcycle_splines, reduced: a scale ``exp(linear predictor)`` that
+    underflows to 0 at a wide prior's draws, where PyMC's check ``sigma > 0`` makes the
+    log-likelihood ``-inf``. The model's build checked its terms at 200 prior draws with
+    the checks left in, and raised PyMC's ``ParameterValueError`` from inside PyTensor."""
+    with pm.Model() as model:
+        a = pm.Normal("a", 0.0, 1000.0)
+        b = pm.Normal("b", 0.0, 1.0)
+        pm.Normal("y", b, pm.math.exp(a), observed=[0.3, -1.2, 2.0])
+    return model
+
+
 MODELS = {"logistic": _logistic, "counts": _counts, "positive": _positive,
           "bounded": _bounded, "heavy_tails_and_potential": _heavy_tails_and_potential,
-          "multivariate": _multivariate}
+          "multivariate": _multivariate, "underflowing_scale": _underflowing_scale}
 
 
 def _points(mp, seed: int) -> np.ndarray:
@@ -180,6 +192,22 @@ def test_one_off_functions_give_pymcs_log_density(name):
     """Python mode (the package's one-off functions: initial points, checks, the pilot's
     guards) against ``model.compile_logp()`` at wide random points."""
     _check(name, "python")
+
+
+def test_a_failed_parameter_check_is_minus_inf_as_in_pymc():
+    """Where ``exp(a)`` underflows (a < -745), PyMC's log-likelihood is ``-inf`` (its check,
+    rewritten to a switch); the package's is too, at such points and at the model's own
+    build (which evaluates the terms at 200 prior draws, a quarter of them there), rather
+    than an error from inside PyTensor."""
+    model = _underflowing_scale()
+    mp = model_path(model)  # raised ParameterValueError: sigma > 0
+    rng = np.random.default_rng(3)
+    points = np.column_stack([rng.uniform(-1000.0, 50.0, 64), rng.standard_normal(64)])
+    ref_prior, ref_like, _ = _reference(model, mp, points)
+    prior, like, _ = _ours(mp, points, "python")
+    assert np.isneginf(ref_like).any() and np.isfinite(ref_like).any()
+    _assert_same(like, ref_like, "underflowing scale log-likelihood")
+    _assert_same(prior, ref_prior, "underflowing scale log prior")
 
 
 def test_logistic_likelihood_is_finite_where_pymcs_is():
