@@ -66,8 +66,9 @@ Usage::
     python benchmarks/bench_posteriordb.py --report runs.json     # re-print, no rerun
 
 Options: ``--only NAME[,NAME...]``, ``--min-d N``, ``--max-d N``, ``--timeout S``,
-``--methods ais,smc,bridge`` (``ais1``: seed 1 only, a quick scan), ``--flat/--no-flat``, ``--cold``, ``--output FILE.json`` (raw results,
-written after every run), ``--report FILE.json``, ``--list``.
+``--methods ais,smc,bridge`` (``ais1``: seed 1 only, a quick scan), ``--flat/--no-flat``,
+``--cold``, ``--output FILE.json`` (raw results, written after every run), ``--report
+FILE.json``, ``--list``. A SIGTERM to the script kills the child it is running.
 """
 
 from __future__ import annotations
@@ -850,6 +851,9 @@ def main(argv=None) -> int:
     if args.report:
         report(json.loads(args.report.read_text()))
         return 0
+    # a SIGTERM (kill, pkill) unwinds: each child's process group is killed on the way out,
+    # where it would otherwise run on, orphaned, past its cap and beside the next run
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = corpus_root(args.path)
     entries = corpus(root)
     if args.only:
