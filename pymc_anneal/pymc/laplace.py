@@ -50,8 +50,8 @@ posteriordb's 87-d radon_county_intercept where 1.0-1.15 took 68-75 (the mismatc
 posteriors (K = 20 either way)."""
 
 WIDTH_DRAWS = 256
-"""Draws of each candidate base that :func:`choose_width` compares them on (common random
-numbers: the same normal draws scaled by each width)."""
+"""The draws, an equal share from each candidate width, on which :func:`choose_width`
+scores the widths (one batch of the fit's log density)."""
 
 DEFENSIVE_WIDTH = 4.0
 """The defensive component's scale, in units of the fit's (weight
