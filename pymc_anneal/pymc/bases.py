@@ -4,7 +4,7 @@ among them (issue 41).
 Every base is a normalized distribution :math:`q` over the model's unconstrained values, and
 the path :math:`q^{1-\beta}\,\pi^\beta` to the model's density :math:`\pi` (the prior times
 the likelihood, Jacobians included) keeps the estimate unbiased whatever :math:`q` is
-(``docs/design.md``, "Bases"):
+(``docs/design.md``, "The Laplace base" and "The default base in high dimensions"):
 
 * the **prior** (:attr:`pymc_anneal.paths.Path.sample_base`): tempering the likelihood, the
   path of the model itself;

@@ -224,6 +224,13 @@ def _inverse_negative_hessian(evaluate, mean: np.ndarray) -> tuple[np.ndarray, b
     return (vectors / values) @ vectors.T, maximum
 
 
+def _squared_distances(x: np.ndarray, means: np.ndarray, chols: np.ndarray) -> np.ndarray:
+    """``(n, K)``: each row of ``x``'s squared Mahalanobis distance to each Gaussian
+    ``N(means[k], chols[k] chols[k]^T)``."""
+    return np.stack([np.sum(solve_triangular(c, (x - m).T, lower=True) ** 2, axis=0)
+                     for m, c in zip(means, chols)], axis=1)
+
+
 def choose_width(path: Path, means: np.ndarray, covs: np.ndarray, weights: np.ndarray,
                  rng: np.random.Generator) -> tuple[float, list[float]]:
     r"""The width of :data:`WIDTHS` for a mixture base's Gaussians, and each width's score.
@@ -248,14 +255,12 @@ def choose_width(path: Path, means: np.ndarray, covs: np.ndarray, weights: np.nd
     weights = np.asarray(weights, dtype=np.float64)
     weights = weights / weights.sum()
     chols = np.array([_floored_cholesky(c) for c in np.asarray(covs, dtype=np.float64)])
-    inverses = np.array([solve_triangular(c, np.eye(d), lower=True) for c in chols])
     log_det = np.array([np.sum(np.log(np.diag(c))) for c in chols])
     component = rng.choice(num, size=WIDTH_DRAWS, p=weights)
     offsets = np.einsum("nij,nj->ni", chols[component], rng.standard_normal((WIDTH_DRAWS, d)))
     scale = np.repeat(WIDTHS, -(-WIDTH_DRAWS // len(WIDTHS)))[:WIDTH_DRAWS]
     x = means[component] + scale[:, None] * offsets
-    squares = np.stack([np.sum(((x - means[k]) @ inverses[k].T) ** 2, axis=1)
-                        for k in range(num)], axis=1)
+    squares = _squared_distances(x, means, chols)
 
     def log_q(width):
         return (logsumexp(np.log(weights) - log_det - 0.5 * squares / width**2, axis=1)
@@ -348,12 +353,10 @@ def mode_shares(modes, positions: np.ndarray, log_weights: np.ndarray | None = N
     predicted = np.exp(log_mass - log_mass.max())
     predicted /= predicted.sum()
     x = np.asarray(positions, dtype=np.float64).reshape(-1, modes[0][1].size)
-    scores = np.empty((x.shape[0], len(modes)))
-    for k, (_, mean, cov) in enumerate(modes):
-        chol = np.linalg.cholesky(cov)
-        z = np.linalg.solve(chol, (x - mean).T)
-        scores[:, k] = (np.log(predicted[k]) - np.log(np.diag(chol)).sum()
-                        - 0.5 * np.sum(z * z, axis=0))
+    chols = np.array([np.linalg.cholesky(cov) for _, _, cov in modes])
+    log_det = np.array([np.log(np.diag(c)).sum() for c in chols])
+    scores = (np.log(predicted) - log_det
+              - 0.5 * _squared_distances(x, np.array([m for _, m, _ in modes]), chols))
     if log_weights is None:
         w, ess = np.full(x.shape[0], 1.0 / x.shape[0]), float(len(np.unique(x, axis=0)))
     else:
