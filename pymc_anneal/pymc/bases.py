@@ -52,8 +52,9 @@ from pymc_anneal.validation import check_choice
 
 __all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK",
            "BASES", "LaplaceFit", "annealed_discrete", "base_choice", "choose_base",
-           "draws_base", "gaussian_base", "laplace_pilot", "laplace_route", "modes_text",
-           "second_opinion", "side_stream", "warn_modes_missed"]
+           "draws_base", "gaussian_base", "laplace_first", "laplace_pilot", "laplace_route",
+           "modes_text",
+           "predicted_prior_steps", "second_opinion", "side_stream", "warn_modes_missed"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
 """The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
@@ -251,9 +252,10 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
                          enough=enough)
 
     found = None
+    certain = None if path.discrete_dims else _laplace_certain(options.tuning.auto_variance,
+                                                                size)
     # the prior's pilot stops where the Laplace base's pilot runs whatever the rest measures
-    pilot = prior_pilot(None if path.discrete_dims else _laplace_certain(
-        options.tuning.auto_variance, size))
+    pilot = prior_pilot(certain)
     if pilot.stopped_at is not None:
         found, more = laplace_pilot(model, mp, options, betas, draws, chains,
                                      side_stream(rng), pilot.positions, auto_backend)
@@ -297,6 +299,68 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
                 return "gaussian", pilot, choice, found
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, choice, found
+
+
+def predicted_prior_steps(spread: float | None, num_dims: int,
+                          target_variance: float) -> tuple[int, float, float] | None:
+    r"""The K that the prior's path is predicted to need from the spread of the
+    log-likelihood at prior draws (``ModelPath.prior_log_lik_spread``, a standard deviation
+    from the interquartile range), as ``(K, length, 1.0)``
+    (the last two :func:`_laplace_certain`'s arguments: the predicted thermodynamic length
+    and a perfect kernel's inefficiency); None without a spread.
+
+    A Gaussian likelihood that shrinks each of d prior scales by the same factor r (a
+    posterior scale :math:`s_0/r`) has :math:`\mathrm{sd}_0(\ell) = \sqrt{d/2}\, r^2`
+    at the prior's draws and a thermodynamic length of :math:`\sqrt{d/2} \log r^2`
+    (:math:`\mathrm{Var}_\beta(\ell) = (d/2)/(r^{-2} + \beta)^2`), so the length is
+    :math:`\sqrt{d/2}\,\log(\mathrm{sd}_0 / \sqrt{d/2})`. Real paths are longer (the
+    kernel's inefficiency, a posterior's mean far out in the prior's tail), so the K of
+    :func:`~pymc_anneal.driver.tuning.auto_num_steps` at an inefficiency of 1 is about a
+    lower bound: on ``bench_evidence``'s seven models and the 18 small posteriors of
+    posteriordb (d 1-15) whose prior pilot ran whole, it asked for 1-40 times the
+    prediction, never less (``docs/design.md``, "The Laplace base").
+    Only a decision rests on it (which base is piloted first), never the estimate."""
+    if spread is None or not np.isfinite(spread):
+        return None
+    half = max(num_dims, 1) / 2.0
+    length = float(np.sqrt(half) * np.log(max(spread / np.sqrt(half), 1.0)))
+    return auto_num_steps(length, target_variance), length, 1.0
+
+
+def laplace_first(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
+                  draws: int, chains: int, rng: np.random.Generator, auto_backend: bool):
+    """``base="auto"`` where the prior's path is predicted long (:func:`predicted_prior_steps`
+    from the build's prior draws, where the prediction alone would stop the prior's pilot:
+    :func:`_laplace_certain`): the Laplace base's loop and pilot, before the prior's loop is
+    built. Returns :func:`choose_base`'s ``(base, pilot, attrs, fit)`` where that pilot asks
+    for fewer temperatures than predicted (and at most :data:`AUTO_BASE_STEPS`); else None,
+    and :func:`choose_base` chooses as without the prediction."""
+    path = mp.path
+    if base != "auto" or not auto or path.discrete_dims:
+        return None
+    try:
+        check_gaussian_base(path)
+    except AnnealingError:
+        return None
+    tuning = options.tuning
+    predicted = predicted_prior_steps(mp.prior_log_lik_spread, path.num_dims,
+                                      tuning.auto_variance)
+    size = _data_size(model) + path.num_dims
+    if predicted is None or not _laplace_certain(tuning.auto_variance, size)(*predicted[1:]):
+        return None
+    found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
+                                None, auto_backend)
+    steps = more.get("laplace_num_steps")
+    if (found is None or found.pilot is None or steps > AUTO_BASE_STEPS
+            or steps >= predicted[0]):
+        return None
+    return "laplace", found.pilot, {
+        **more, "prior_num_steps_predicted": predicted[0],
+        "prior_pilot": (f"not run: the log-likelihood's spread at 200 prior draws "
+                        f"({mp.prior_log_lik_spread:.3g}) predicts {predicted[0]} temperatures "
+                        "or more from the prior"),
+        "base_reason": (f"the Laplace base's pilot asked for {steps} temperatures, the "
+                        f"prior's path is predicted to need {predicted[0]} or more")}, found
 
 
 def _laplace_certain(target_variance: float, size: int):

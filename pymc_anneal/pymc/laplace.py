@@ -31,6 +31,7 @@ from scipy.special import logsumexp
 from pymc_anneal.backends import compile_repeated
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import Path, _floored_cholesky, fit_gaussian, mixture_base_path
+from pymc_anneal.validation import missing_gradient
 
 __all__ = ["DEFENSIVE_WIDTH", "EVALUATION_BATCH", "MAX_STEEPNESS", "MIN_MODE_SHARE",
            "NUM_STARTS", "WIDTHS", "WIDTH_DRAWS", "choose_width", "draws_base_path",
@@ -98,7 +99,15 @@ def _compile_log_density(path: Path):
     x = pt.matrix("x", dtype="float64")
     log_base, log_ratio = path.build_log_densities(x)
     total = log_base + log_ratio
-    fn = compile_repeated([x], [total, pt.grad(total.sum(), x)])
+    try:
+        gradient = pt.grad(total.sum(), x)
+    except (NotImplementedError, TypeError) as error:  # NullTypeGradError is a TypeError
+        cause = missing_gradient(path)
+        if cause is None:
+            raise
+        raise AnnealingError(f"the optimizer needs the log density's gradient, and this one "
+                             f"has none: {cause}") from error
+    fn = compile_repeated([x], [total, gradient])
 
     def evaluate(points):
         parts = [[np.asarray(v, dtype=np.float64) for v in fn(points[i:i + EVALUATION_BATCH])]

@@ -114,10 +114,13 @@ def sample_ais(
     names the mode. A mode that no start reaches is missed by this base as by the prior
     (and by SMC): a model's ``initval`` is one of the starts. The prior's pilot stops early
     where what it has measured already asks for a Laplace base (``prior_pilot`` says where,
-    and ``prior_num_steps`` is then its K there). The attributes ``base_reason``,
-    ``prior_num_steps``, ``laplace_num_steps``, ``laplace_modes`` and
-    ``laplace_mode_weights`` record the choice (``laplace_reason`` why no Laplace base
-    could run).
+    and ``prior_num_steps`` is then its K there), and does not run at all where the spread
+    of the log-likelihood at prior draws already predicts that (the Laplace base's loop
+    and pilot come first; ``prior_num_steps_predicted`` is the prediction, and the prior's
+    pilot runs only where the Laplace base's asks for no fewer temperatures). The
+    attributes ``base_reason``, ``prior_num_steps``, ``laplace_num_steps``,
+    ``laplace_modes`` and ``laplace_mode_weights`` record the choice (``laplace_reason``
+    why no Laplace base could run).
 
     Where the prior's path is long (``base="auto"``: more than
     :data:`~pymc_anneal.pymc.bases.AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``)
@@ -338,14 +341,25 @@ def sample_ais(
         route, routed = bases.laplace_route(model, mp, base, rng), "laplace"
     if route is not None:
         path, fit_info = route
-    # a kernel or backend that cannot build this model's loop is replaced (if "auto") or
-    # refused here, before any run
-    main_options, fallbacks = choose_loop(path, main_options, draws=draws, chains=chains,
-                                          auto_kernel=auto_kernel, auto_backend=auto_backend)
+    # the prior's path predicted long: the Laplace base first, its loop built alone
+    first = None if route is not None else bases.laplace_first(
+        model, mp, base, auto, main_options, betas, draws, chains, rng, auto_backend)
+    fallbacks = {}
+    if first is None:
+        # a kernel or backend that cannot build this model's loop is replaced (if "auto")
+        # or refused here, before any run
+        main_options, fallbacks = choose_loop(path, main_options, draws=draws, chains=chains,
+                                              auto_kernel=auto_kernel,
+                                              auto_backend=auto_backend)
     options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
     census = laplace = None  # the Laplace fit where the prior's route made one, its modes
     if route is not None:
         base, pilot, choice = routed, None, {}
+    elif first is not None:
+        base, pilot, choice, laplace = first
+        census = laplace.modes
+        path, fit_info, main_options = laplace.path, laplace.info, laplace.options
+        options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
     else:
         base, pilot, choice, laplace = bases.choose_base(model, mp, base, auto, main_options,
                                                     betas, draws, chains, rng, auto_backend)

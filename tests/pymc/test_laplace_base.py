@@ -35,12 +35,15 @@ def _within(idata, exact, k=4.0):
     return est
 
 
-def test_auto_takes_the_laplace_base_where_the_prior_is_wide():
+def test_auto_takes_the_laplace_base_where_the_prior_is_wide(monkeypatch):
     """A wide prior (sd 100) and 200 observations: the prior's path is long; the Laplace
-    base's pilot asks for a few dozen temperatures, and ``auto`` takes it. The prior's
-    pilot stops where the Laplace base's pilot is certain to run (its K so far above
-    ``AUTO_CENSUS_STEPS``, or above ``AUTO_LAPLACE_STEPS`` for this much data), so
-    ``prior_num_steps`` is its K there; the whole pilot would ask for more."""
+    base's pilot asks for a few dozen temperatures, and ``auto`` takes it. Without the
+    prediction from the prior draws' spread (:func:`test_a_path_predicted_long_builds_no_
+    prior_loop` takes it), the prior's pilot runs and stops where the Laplace base's pilot
+    is certain to run (its K so far above ``AUTO_CENSUS_STEPS``, or above
+    ``AUTO_LAPLACE_STEPS`` for this much data), so ``prior_num_steps`` is its K there; the
+    whole pilot would ask for more."""
+    monkeypatch.setattr(bases, "predicted_prior_steps", lambda *args: None)
     target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
     idata = pa.sample_ais(model=target.build(), random_seed=3, **KW)
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
@@ -50,6 +53,78 @@ def test_auto_takes_the_laplace_base_where_the_prior_is_wide():
     assert idata.attrs["num_steps"] == idata.attrs["laplace_num_steps"]
     assert "Laplace base's pilot" in idata.attrs["base_reason"]
     _within(idata, target.log_evidence)
+
+
+def test_a_path_predicted_long_builds_no_prior_loop(monkeypatch):
+    """The same wide prior: the log-likelihood's spread at the build's prior draws predicts
+    a long path from the prior (:func:`~pymc_anneal.pymc.bases.predicted_prior_steps`), so
+    the Laplace base's loop and pilot come first and the prior's loop is never built; the
+    estimate is the closed form's."""
+    from pymc_anneal.driver import cache
+    from pymc_anneal.pymc.adapter import model_path
+
+    target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0, seed=11)
+    model = target.build()
+    built = []
+    compiled_loop = cache.compiled_loop
+    monkeypatch.setattr(cache, "compiled_loop",
+                        lambda path, *a, **k: built.append(path) or compiled_loop(path, *a, **k))
+    idata = pa.sample_ais(model=model, random_seed=4, **KW)
+    assert idata.attrs["base"] == "laplace", dict(idata.attrs)
+    assert idata.attrs["prior_pilot"].startswith("not run: the log-likelihood's spread")
+    assert "prior_num_steps" not in idata.attrs
+    assert idata.attrs["laplace_num_steps"] < idata.attrs["prior_num_steps_predicted"]
+    assert model_path(model).path not in built and built  # the Laplace base's loop only
+    _within(idata, target.log_evidence)
+
+
+def _linear_case(rng):
+    d = int(rng.integers(1, 7))
+    return analytic.linear_regression(
+        num_features=d, n=int(rng.integers(20, 300)), seed=int(rng.integers(1000)),
+        prior_sd=float(np.exp(rng.uniform(np.log(3.0), np.log(300.0)))),
+        noise_sd=float(rng.uniform(0.5, 2.0)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_prediction_is_about_a_lower_bound_of_the_prior_pilot(seed):
+    """On random linear models (d 1-6, 20-300 observations, prior sd 3-300), the K predicted
+    from the spread at the build's prior draws is at most the prior's whole pilot's (up to
+    the pilot's own noise) and not far below it: the decision it serves (the Laplace base
+    first) is taken only where the prior's path is long."""
+    import dataclasses
+
+    from pymc_anneal.driver import RunOptions
+    from pymc_anneal.driver.run import run_pilot
+    from pymc_anneal.driver.tuning import AUTO_PILOT_STEPS, AUTO_VARIANCE
+    from pymc_anneal.pymc.adapter import model_path
+    from pymc_anneal.schedules import make_schedule
+
+    options = RunOptions()
+    options = options.replace(tuning=dataclasses.replace(options.tuning,
+                                                         auto_variance=AUTO_VARIANCE))
+    rng = np.random.default_rng(20261128 + seed)
+    for _ in range(2):
+        target = _linear_case(rng)
+        mp = model_path(target.build())
+        predicted = bases.predicted_prior_steps(mp.prior_log_lik_spread, mp.path.num_dims,
+                                                AUTO_VARIANCE)[0]
+        pilot = run_pilot(mp.path, betas=make_schedule("power", AUTO_PILOT_STEPS), draws=200,
+                          chains=2, rng=np.random.default_rng(seed), options=options)
+        measured = pilot.schedule(options.tuning)[0].size - 1
+        assert predicted <= 1.25 * measured and measured <= 10 * predicted, (
+            target.name, predicted, measured)
+
+
+def test_the_fit_needs_a_gradient_and_says_so():
+    """A log density without a gradient (a NumPy function wrapped as an op) cannot be
+    optimized by L-BFGS: ``base="laplace"`` is refused naming the op, before anything runs
+    (it was a raw error from inside PyTensor)."""
+    from tests.pymc.test_backend_fallback import numpy_likelihood_model
+
+    with pytest.raises(AnnealingError, match="the optimizer needs the log density's gradient"
+                                             ".*normal_log_likelihood"):
+        pa.sample_ais(model=numpy_likelihood_model(), base="laplace", random_seed=1, **KW)
 
 
 @pytest.mark.parametrize("case", ["nig", "logistic"])
