@@ -20,6 +20,7 @@ found the same region.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -141,24 +142,20 @@ def fit_modes(path: Path, starts: np.ndarray, rng: np.random.Generator,
     start = np.asarray(starts, dtype=np.float64).reshape(-1, d)
     points = list(start[:num_starts]) + [start[0] + rng.standard_normal(d)
                                           for _ in range(num_starts - len(start))]
-    count = 0
+    counts = []
 
-    def objective(theta):
-        nonlocal count
-        count += 1
-        value, grad = evaluate(theta[None, :])
-        if not np.isfinite(value[0]) or not np.all(np.isfinite(grad)):
-            return 1e300, np.zeros(d)
-        return -value[0], -grad[0]
+    def objective(points):  # the negative log density and its gradient, batched
+        counts.append(len(points))
+        values, grads = evaluate(points)
+        bad = ~np.isfinite(values) | ~np.all(np.isfinite(grads), axis=1)
+        return (np.where(bad, 1e300, -values),
+                np.where(bad[:, None], 0.0, -np.nan_to_num(grads)))
 
-    optima = []
-    for point in points:
-        if not np.isfinite(evaluate(point[None, :])[0][0]):
-            continue
-        fit = minimize(objective, point, jac=True, method="L-BFGS-B",
-                       options={"maxiter": 2000})
-        if np.isfinite(fit.fun) and fit.fun < 1e300:
-            optima.append((float(-fit.fun), fit.x))
+    finite = np.isfinite(evaluate(np.asarray(points))[0])
+    fits = minimize_together(objective, [p for p, ok in zip(points, finite) if ok])
+    optima = [(float(-fit.fun), fit.x) for fit in fits
+              if np.isfinite(fit.fun) and fit.fun < 1e300]
+    count = sum(counts)
     if not optima:
         raise AnnealingError(
             "the model's log density is not finite at its initial point nor around it, so no "
@@ -189,6 +186,82 @@ def fit_modes(path: Path, starts: np.ndarray, rng: np.random.Generator,
     info = {"laplace_log_density": modes[0][0], "laplace_num_evaluations": count,
             "laplace_modes": len(modes)}
     return modes, info
+
+
+def minimize_together(objective, starts: list, maxiter: int = 2000) -> list:
+    """SciPy's L-BFGS-B from each of ``starts``, its objective calls evaluated together:
+    ``objective(points (m, d)) -> (values (m,), gradients (m, d))`` is called once per round
+    with the point that each unfinished optimizer asks for next. Returns each optimizer's
+    ``OptimizeResult``, in the order of ``starts``.
+
+    A log density in Python mode costs about the same for 17 points as for one (its cost
+    is the dispatch of its operations), so the multi-start census costs what its longest
+    optimizer does, not the sum of all (posteriordb's kidscore_momiq: 944 evaluations
+    one at a time, 0.6 s). Each optimizer runs in a thread of its own, and only one at a
+    time: a round's answers are handed out one by one, each after the optimizer before it
+    has asked again or finished, so SciPy never runs in two threads at once and the
+    rounds are the same at every call (the result does not depend on thread timing)."""
+    asked: dict[int, np.ndarray] = {}
+    answers: dict[int, tuple] = {}
+    ready = [threading.Event() for _ in starts]  # optimizer i's answer is in
+    settled = threading.Event()  # the optimizer let go last has asked again or finished
+    results: list = [None] * len(starts)
+    failed: list = []
+
+    def run(i: int) -> None:
+        def fun(x):
+            asked[i] = np.array(x, dtype=np.float64)
+            settled.set()
+            ready[i].wait()
+            ready[i].clear()
+            if failed:
+                raise _Stopped
+            return answers.pop(i)
+        try:
+            results[i] = minimize(fun, starts[i], jac=True, method="L-BFGS-B",
+                                  options={"maxiter": maxiter})
+        except _Stopped:
+            pass
+        except BaseException as error:  # noqa: BLE001 - raised again by the caller's thread
+            failed.append(error)
+        finally:
+            settled.set()
+
+    def let_go(i: int, thread: threading.Thread | None = None) -> None:
+        settled.clear()
+        if thread is None:
+            ready[i].set()
+        else:
+            thread.start()
+        settled.wait()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True)
+               for i in range(len(starts))]
+    try:
+        for i, thread in enumerate(threads):
+            let_go(i, thread)
+        while asked and not failed:
+            keys = sorted(asked)
+            values, grads = objective(np.stack([asked.pop(k) for k in keys]))
+            for j, k in enumerate(keys):
+                answers[k] = (float(values[j]), np.asarray(grads[j], dtype=np.float64))
+                let_go(k)
+    except BaseException as error:
+        failed.append(error)
+    finally:
+        if failed:
+            for event in ready:
+                event.set()
+        for thread in threads:
+            if thread.is_alive():
+                thread.join()
+    if failed:
+        raise failed[0]
+    return results
+
+
+class _Stopped(Exception):
+    """Ends an optimizer's thread of :func:`minimize_together` whose round failed."""
 
 
 def fit_laplace(path: Path, starts: np.ndarray, rng: np.random.Generator,

@@ -627,3 +627,53 @@ def test_a_high_dimensional_fit_is_not_widened_for_nothing():
     assert scores[0] == max(scores)
     assert idata.attrs["num_steps"] <= 40
     _within(idata, target.log_evidence)
+
+
+def test_the_optimizers_run_together_as_they_would_alone():
+    """:func:`~pymc_anneal.pymc.laplace.minimize_together` gives each start what SciPy's
+    L-BFGS-B gives it alone (random Rosenbrock-like valleys of random dimension and
+    shift), in as many batched calls as its longest optimizer needs; an objective that
+    raises ends every optimizer's thread and the error reaches the caller."""
+    import threading
+
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(41)
+    d = int(rng.integers(2, 6))
+    shift = rng.normal(size=d)
+
+    def one(x):
+        z = x - shift
+        value = np.sum(100.0 * (z[1:] - z[:-1] ** 2) ** 2 + (1.0 - z[:-1]) ** 2)
+        grad = np.zeros(d)
+        grad[:-1] = -400.0 * z[:-1] * (z[1:] - z[:-1] ** 2) - 2.0 * (1.0 - z[:-1])
+        grad[1:] += 200.0 * (z[1:] - z[:-1] ** 2)
+        return value, grad
+
+    calls = []
+
+    def batched(points):
+        calls.append(len(points))
+        pairs = [one(x) for x in points]
+        return np.array([v for v, _ in pairs]), np.array([g for _, g in pairs])
+
+    starts = list(shift + rng.normal(scale=2.0, size=(7, d)))
+    together = laplace.minimize_together(batched, starts)
+    for start, fit in zip(starts, together):
+        alone = minimize(one, start, jac=True, method="L-BFGS-B", options={"maxiter": 2000})
+        np.testing.assert_allclose(fit.x, alone.x, rtol=1e-12, atol=1e-12)
+        assert fit.nfev == alone.nfev
+    assert max(calls) == len(starts) and len(calls) == max(fit.nfev for fit in together)
+    assert sum(calls) == sum(fit.nfev for fit in together)
+
+    before = threading.active_count()
+    calls.clear()
+
+    def failing(points):  # in the fifth round
+        if len(calls) > 3:
+            raise FloatingPointError("the model's log density failed")
+        return batched(points)
+
+    with pytest.raises(FloatingPointError, match="log density failed"):
+        laplace.minimize_together(failing, starts)
+    assert threading.active_count() == before and len(calls) == 4
