@@ -113,7 +113,8 @@ def sample_ais(*, runs: int, model=None, client=None, random_seed=None,
         temperatures, and runs through different temperatures cannot be pooled. Run
         ``pa.sample_ais(num_steps="auto")`` once and take its ``num_steps`` and ``base``
         attributes (at the default ``base="auto"`` a long path runs from a fitted Gaussian
-        mixture: its K is far too few for the prior, whose own K is ``prior_num_steps``),
+        mixture: its K is far too few for the prior, whose own K is ``prior_num_steps``, or
+        ``prior_num_steps_predicted`` where its pilot did not run),
         or pass its ``annealing_stats["beta"]`` of one chain as ``schedule``.
 
     Returns

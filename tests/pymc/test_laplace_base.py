@@ -677,3 +677,55 @@ def test_the_optimizers_run_together_as_they_would_alone():
     with pytest.raises(FloatingPointError, match="log density failed"):
         laplace.minimize_together(failing, starts)
     assert threading.active_count() == before and len(calls) == 4
+
+
+def _numpy_likelihood_wide(n: int, prior_sd: float):
+    """``y_i ~ N(mu, 1)``, ``mu ~ N(0, prior_sd)``, the log-likelihood a NumPy function
+    wrapped as an op (no gradient), and the closed-form evidence."""
+    import pytensor
+    from scipy import stats
+
+    y = np.random.default_rng(5).normal(3.0, 1.0, size=n)
+
+    @pytensor.wrap_py(itypes=[pt.dscalar], otypes=[pt.dscalar])
+    def normal_log_likelihood(mu):
+        return np.asarray(stats.norm.logpdf(y, mu, 1.0).sum())
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, prior_sd)
+        pm.Potential("log_likelihood", normal_log_likelihood(mu))
+    exact = stats.multivariate_normal.logpdf(y, np.zeros(n), np.eye(n) + prior_sd**2)
+    return model, exact
+
+
+def test_a_fit_without_a_gradient_leaves_the_laplace_base_out():
+    """The census of a log density without a gradient fails with its reason, and
+    ``base="auto"``'s Laplace pilot then reports it instead of raising (it raised PyTensor's
+    raw ``NotImplementedError`` from inside the fit where the prior's path was long)."""
+    from pymc_anneal.driver import RunOptions
+    from pymc_anneal.pymc.adapter import model_path
+    from pymc_anneal.schedules import make_schedule
+
+    model, _ = _numpy_likelihood_wide(300, 100.0)
+    mp = model_path(model)
+    found, attrs = bases.laplace_pilot(model, mp, RunOptions(kernel="metropolis"),
+                                       make_schedule("power", 64), 100, 2,
+                                       np.random.default_rng(1), None, False)
+    assert found is None
+    assert attrs["laplace_reason"].startswith("the fit failed: the optimizer needs the log "
+                                              "density's gradient")
+    assert "normal_log_likelihood" in attrs["laplace_reason"]
+
+
+@pytest.mark.slow  # about a minute: Metropolis in Numba's object mode, about 1,000 temperatures
+@pytest.mark.filterwarnings("ignore:Numba will use object mode:UserWarning")
+def test_a_long_path_without_a_gradient_runs_from_the_prior():
+    """At the defaults, where the spread at prior draws predicts a long path from the prior
+    and the log density has no gradient: the Laplace base cannot be fitted (its reason in
+    ``laplace_reason``), Metropolis runs from the prior, and the estimate is the closed
+    form's. At 8d05e43 this call raised PyTensor's ``NotImplementedError`` from the fit."""
+    model, exact = _numpy_likelihood_wide(300, 100.0)
+    idata = pa.sample_ais(model=model, random_seed=1, **KW)
+    assert idata.attrs["kernel"] == "metropolis" and idata.attrs["base"] == "prior"
+    assert "the optimizer needs the log density's gradient" in idata.attrs["laplace_reason"]
+    _within(idata, exact)
