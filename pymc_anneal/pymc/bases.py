@@ -53,8 +53,8 @@ from pymc_anneal.validation import check_choice
 __all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK",
            "BASES", "LaplaceFit", "annealed_discrete", "base_choice", "choose_base",
            "draws_base", "gaussian_base", "laplace_first", "laplace_pilot", "laplace_route",
-           "modes_text",
-           "predicted_prior_steps", "second_opinion", "side_stream", "warn_modes_missed"]
+           "modes_text", "predicted_prior_steps", "second_opinion", "side_stream",
+           "warn_modes_missed"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
 """The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
