@@ -62,7 +62,8 @@ def one_call(model, exact: float, method: str, seed: int) -> dict:
             idata = pa.sample_ais(model=model, base=base, random_seed=seed, progressbar=False)
             est = pa.log_evidence(idata)
             log_z = est.log_evidence
-            info = {k: idata.attrs.get(k) for k in ("base", "num_steps", "prior_num_steps")}
+            info = {k: idata.attrs.get(k) for k in ("base", "num_steps", "prior_num_steps",
+                                                    "prior_num_steps_predicted")}
             info["timings"] = json.loads(idata.attrs.get("timings", "{}"))
             info["se"] = est.standard_error
     warned = [str(w.message)[:80] for w in caught
@@ -151,7 +152,8 @@ def main(argv=None) -> int:
         for m in (methods if rep % 2 == 0 else methods[::-1]):
             r = one_call(model, target.log_evidence, m, 100 + rep)
             results[m].append(r)
-            extra = {k: r[k] for k in ("base", "num_steps", "prior_num_steps", "se", "timings")
+            extra = {k: r[k] for k in ("base", "num_steps", "prior_num_steps",
+                                       "prior_num_steps_predicted", "se", "timings")
                      if k in r}
             print(f"  {m:<5} {r['wall']:6.1f} s (cpu {r['cpu']:6.1f}) error "
                   f"{r['error']:+.3f} {extra} {r['warned'] or ''}", flush=True)
