@@ -316,7 +316,7 @@ def predicted_prior_steps(spread: float | None, num_dims: int,
     :math:`\sqrt{d/2}\,\log(\mathrm{sd}_0 / \sqrt{d/2})`. Real paths are longer (the
     kernel's inefficiency, a posterior's mean far out in the prior's tail), so the K of
     :func:`~pymc_anneal.driver.tuning.auto_num_steps` at an inefficiency of 1 is about a
-    lower bound: on ``bench_evidence``'s seven models and the 18 small posteriors of
+    lower bound: on ``bench_evidence``'s seven models and the 17 small posteriors of
     posteriordb (d 1-15) whose prior pilot ran whole, it asked for 1-40 times the
     prediction, never less (``docs/design.md``, "The Laplace base").
     Only a decision rests on it (which base is piloted first), never the estimate."""
