@@ -302,12 +302,11 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
 
 
 def predicted_prior_steps(spread: float | None, num_dims: int,
-                          target_variance: float) -> tuple[int, float, float] | None:
+                          target_variance: float) -> tuple[int, float] | None:
     r"""The K that the prior's path is predicted to need from the spread of the
     log-likelihood at prior draws (``ModelPath.prior_log_lik_spread``, a standard deviation
-    from the interquartile range), as ``(K, length, 1.0)``
-    (the last two :func:`_laplace_certain`'s arguments: the predicted thermodynamic length
-    and a perfect kernel's inefficiency); None without a spread.
+    from the interquartile range), as ``(K, length)`` with ``length`` the predicted
+    thermodynamic length; None without a spread.
 
     A Gaussian likelihood that shrinks each of d prior scales by the same factor r (a
     posterior scale :math:`s_0/r`) has :math:`\mathrm{sd}_0(\ell) = \sqrt{d/2}\, r^2`
@@ -324,7 +323,7 @@ def predicted_prior_steps(spread: float | None, num_dims: int,
         return None
     half = max(num_dims, 1) / 2.0
     length = float(np.sqrt(half) * np.log(max(spread / np.sqrt(half), 1.0)))
-    return auto_num_steps(length, target_variance), length, 1.0
+    return auto_num_steps(length, target_variance), length
 
 
 def laplace_first(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
@@ -346,7 +345,8 @@ def laplace_first(model, mp, base: str, auto: bool, options: RunOptions, betas: 
     predicted = predicted_prior_steps(mp.prior_log_lik_spread, path.num_dims,
                                       tuning.auto_variance)
     size = _data_size(model) + path.num_dims
-    if predicted is None or not _laplace_certain(tuning.auto_variance, size)(*predicted[1:]):
+    # a perfect kernel's inefficiency, 1: the prediction is about a lower bound
+    if predicted is None or not _laplace_certain(tuning.auto_variance, size)(predicted[1], 1.0):
         return None
     found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
                                 None, auto_backend)

@@ -345,7 +345,9 @@ def sample_ais(
     first = None if route is not None else bases.laplace_first(
         model, mp, base, auto, main_options, betas, draws, chains, rng, auto_backend)
     fallbacks = {}
-    if first is None:
+    if first is not None:  # its loop built (laplace_backend_fallback says if on another)
+        main_options = first[3].options
+    else:
         # a kernel or backend that cannot build this model's loop is replaced (if "auto")
         # or refused here, before any run
         main_options, fallbacks = choose_loop(path, main_options, draws=draws, chains=chains,
@@ -357,9 +359,7 @@ def sample_ais(
         base, pilot, choice = routed, None, {}
     elif first is not None:
         base, pilot, choice, laplace = first
-        census = laplace.modes
-        path, fit_info, main_options = laplace.path, laplace.info, laplace.options
-        options = options.replace(kernel=main_options.kernel, backend=main_options.backend)
+        census, path, fit_info = laplace.modes, laplace.path, laplace.info
     else:
         base, pilot, choice, laplace = bases.choose_base(model, mp, base, auto, main_options,
                                                     betas, draws, chains, rng, auto_backend)
