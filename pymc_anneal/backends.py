@@ -82,10 +82,10 @@ from pymc_anneal.validation import check_backend
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "PADDING", "CompiledFunction", "compile_function",
-           "compile_in_background", "compile_loop", "compile_one_off", "compile_repeated",
-           "default_backend",
-           "enable_jax_cache", "interruptible", "python_mode", "raise_if_interrupted", "static_loop_length",
+__all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "PADDING", "SKIPPED_REWRITES", "CompiledFunction",
+           "compile_function", "compile_in_background", "compile_loop", "compile_one_off",
+           "compile_repeated", "default_backend", "enable_jax_cache", "interruptible",
+           "python_mode", "raise_if_interrupted", "static_loop_length",
            "wait_for_background_compiles", "without_creation_traces"]
 
 DEVICES_VARIABLE = "PYMC_ANNEAL_JAX_DEVICES"
@@ -97,6 +97,19 @@ BACKENDS = {"numba": "NUMBA", "c": "CVM", "jax": "JAX"}
 """The PyTensor mode each backend compiles to (the names of
 :data:`pymc_anneal.validation.BACKEND_PACKAGES`, which
 :func:`~pymc_anneal.validation.check_backend` accepts besides ``"auto"``)."""
+
+SKIPPED_REWRITES = ("dot_diag_to_elemwise", "selection_dot_to_indexing")
+"""PyTensor rewrites that the one-off compiles (:func:`python_mode`) leave out. Both ask
+PyTensor's assumption system (PyTensor 3.3) whether an operand of every matrix product is
+diagonal or a selection matrix, a walk up the operand's whole graph: a fifth to a quarter of
+the rewrite time of a loop's init and of the optimizer's log density (kidscore_momiq's
+init, 383 nodes: 1.14 -> 0.90 s, median of six; GLM_Poisson's, 1,187 nodes: 2.56 -> 1.89
+s), and on the package's graphs of five posteriordb models neither applied (0 of 48-126
+products per call). They replace a product by elementwise scaling or indexing (speed, not
+stability: the values stay PyMC's), which pays only where a function runs many times on
+a model that has such a matrix (a one-hot design matrix, say): the loops' compiles keep
+them."""
+
 
 JAX_LOOP_LENGTH = 32
 """Steps per call of a JAX loop. JAX needs static shapes, so every call takes exactly this
@@ -803,15 +816,16 @@ def _rbg_key(key):
 
 
 PYTHON_MODE_QUERY = dict(include=["fast_run", "py_only"],
-                         exclude=["inplace", "fusion", "cxx_only"])
+                         exclude=["inplace", "fusion", "cxx_only", *SKIPPED_REWRITES])
 """The rewrites of :func:`python_mode`: PyTensor's ``FAST_RUN`` set, as PyMC's own compiled
 functions (``model.compile_logp()``) run them, less what only pays in generated code
 (elementwise fusion: a fused ``Composite`` runs one Python call per element in NumPy mode;
-in-place updates; C-only ops). The ``stabilize`` rewrites among them are what make a log
-density PyMC's: ``pm.Bernoulli(logit_p=x)`` is ``log(sigmoid(x))`` as written, which
-underflows to ``-inf`` for ``x < -745``; stabilized, ``-softplus(-x)`` is finite everywhere.
-``FAST_COMPILE``'s rewrites (used here before) skip them, so a likelihood that PyMC finds
-finite at a wide prior's draws was ``-inf`` at most of them (issue 39)."""
+in-place updates; C-only ops) and :data:`SKIPPED_REWRITES`. The ``stabilize`` rewrites
+among them are what make a log density PyMC's: ``pm.Bernoulli(logit_p=x)`` is
+``log(sigmoid(x))`` as written, which underflows to ``-inf`` for ``x < -745``; stabilized,
+``-softplus(-x)`` is finite everywhere. ``FAST_COMPILE``'s rewrites (used here before) skip
+them, so a likelihood that PyMC finds finite at a wide prior's draws was ``-inf`` at most of
+them (issue 39)."""
 
 
 def python_mode():
