@@ -106,9 +106,10 @@ the rewrite time of a loop's init and of the optimizer's log density (kidscore_m
 init, 383 nodes: 1.14 -> 0.90 s, median of six; GLM_Poisson's, 1,187 nodes: 2.56 -> 1.89
 s), and on the package's graphs of five posteriordb models neither applied (0 of 48-126
 products per call). They replace a product by elementwise scaling or indexing (speed, not
-stability: the values stay PyMC's), which pays only where a function runs many times on
-a model that has such a matrix (a one-hot design matrix, say): the loops' compiles keep
-them."""
+stability: for finite operands the values are the same to rounding; an infinite entry
+times a zero of the kept product is NaN where the scaling gives inf), which pays only where
+a function runs many times on a model that has such a matrix (a one-hot design matrix,
+say): the loops' compiles keep them."""
 
 
 JAX_LOOP_LENGTH = 32
