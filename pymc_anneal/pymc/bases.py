@@ -39,7 +39,7 @@ from pymc_anneal.driver.tuning import Pilot, auto_num_steps
 from pymc_anneal.driver.tuning import bands as tuning_bands
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
-from pymc_anneal.pymc.adapter import ordered_prior_mass
+from pymc_anneal.pymc.adapter import initial_point, ordered_prior_mass
 from pymc_anneal.pymc.bridge import _functions, _posterior, _unconstrained_draws
 from pymc_anneal.pymc.laplace import (
     NUM_STARTS,
@@ -189,7 +189,7 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
             f'base="laplace" covers continuous coordinates only, and this model anneals the '
             f"discrete variables {annealed_discrete(mp)}; use base=\"prior\" or "
             'base="gaussian".')
-    point = model.initial_point()
+    point = initial_point(model)
     start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
     starts = np.where(np.isfinite(start), start, 0.0)[None, :]
     drawable = path.base_scale is not None

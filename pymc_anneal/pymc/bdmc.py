@@ -67,7 +67,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from pytensor.graph.replace import graph_replace
 
-from pymc_anneal.backends import interruptible
+from pymc_anneal.backends import interruptible, python_mode
 from pymc_anneal.driver import run_annealing, run_options_from
 from pymc_anneal.driver.cache import choose_loop
 from pymc_anneal.estimators import estimate_log_z
@@ -95,8 +95,8 @@ def _value_space(model: pm.Model, values: dict[str, np.ndarray]) -> np.ndarray:
         value = np.asarray(values[rv.name], dtype=np.float64)
         if transform is not None:
             forward = transform.forward(pt.constant(value), *rv.owner.inputs)
-            value = np.asarray(graph_replace(forward, givens, strict=False).eval(),
-                               dtype=np.float64)
+            forward = graph_replace(forward, givens, strict=False)
+            value = np.asarray(forward.eval(mode=python_mode()), dtype=np.float64)
         flat.append(value.ravel())
     return np.concatenate(flat)
 
@@ -110,7 +110,7 @@ def simulate_data(model: pm.Model, rng: np.random.Generator):
             "data from the prior predictive, of which a Potential is not part. Remove them "
             "or check the number of temperatures on a model without them.")
     free, observed = list(model.free_RVs), list(model.observed_RVs)
-    draws = pm.draw(free + observed, random_seed=rng)
+    draws = pm.draw(free + observed, random_seed=rng, mode=python_mode())
     truth = {rv.name: np.asarray(v) for rv, v in zip(free, draws[:len(free)])}
     data = {rv.name: np.asarray(v) for rv, v in zip(observed, draws[len(free):])}
     simulated = pm.observe(model, data)
@@ -128,7 +128,7 @@ class _Simulator:
         free, observed = list(model.free_RVs), list(model.observed_RVs)
         self.key = _simulator_key(model)
         self.free, self.observed = free, observed
-        first = pm.draw(observed, random_seed=np.random.default_rng(0))
+        first = pm.draw(observed, random_seed=np.random.default_rng(0), mode=python_mode())
         self.shared = {rv.name: pytensor.shared(np.asarray(v), name=f"{rv.name}_simulated")
                        for rv, v in zip(observed, first)}
         self.model = pm.observe(model, self.shared)
@@ -140,12 +140,14 @@ class _Simulator:
             value = x if transform is None else transform.forward(x, *rv.owner.inputs)
             flat.append(pt.as_tensor(value).astype("float64").ravel())
         graph = graph_replace(pt.concatenate(flat), givens, strict=False)
-        self.to_value_space = pytensor.function(inputs, graph, on_unused_input="ignore")
+        self.to_value_space = pytensor.function(inputs, graph, on_unused_input="ignore",
+                                                mode=python_mode())
 
     def simulate(self, num_datasets: int, rng: np.random.Generator):
         """``num_datasets`` draws of (theta*, y*): by name, with a leading dataset axis,
         and theta* in the value space, shape (num_datasets, d)."""
-        values = pm.draw(self.free + self.observed, draws=num_datasets, random_seed=rng)
+        values = pm.draw(self.free + self.observed, draws=num_datasets, random_seed=rng,
+                         mode=python_mode())
         values = [np.asarray(v) for v in values]
         truth = {rv.name: v for rv, v in zip(self.free, values[:len(self.free)])}
         data = {rv.name: v for rv, v in zip(self.observed, values[len(self.free):])}

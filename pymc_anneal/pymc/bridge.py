@@ -131,7 +131,7 @@ from pymc_anneal.diagnostics import LOW_ESS_FRACTION
 from pymc_anneal.estimators import pareto_k
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import result_attrs
-from pymc_anneal.pymc.adapter import ModelPath, model_content, model_path
+from pymc_anneal.pymc.adapter import ModelPath, initial_point, model_content, model_path
 from pymc_anneal.pymc.arviz_groups import add_arviz_groups
 from pymc_anneal.validation import (
     check_choice,
@@ -461,7 +461,7 @@ def _implausible_draws(model: pm.Model, mp: ModelPath, log_q: np.ndarray,
     if d == 0:
         return []
     try:
-        point = model.initial_point()
+        point = initial_point(model)
         start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
         at_start = float(log_density(start[None, :].astype(np.float64))[0])
     except Exception:  # noqa: BLE001 - no initial point to judge by: nothing to say

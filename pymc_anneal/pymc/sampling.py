@@ -41,7 +41,7 @@ from pymc_anneal.io import to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.pymc import bases
-from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, model_content, model_path
+from pymc_anneal.pymc.adapter import DISCRETE_ROUTES, initial_point, model_content, model_path
 from pymc_anneal.pymc.arviz_groups import add_arviz_groups
 from pymc_anneal.pymc.laplace import missed_modes
 from pymc_anneal.schedules import make_schedule
@@ -533,7 +533,7 @@ def check_run_weights(path, result: AnnealingRun, *, subject: str = "the log-lik
 def _check_exact_sum_memory(model, draws: int, chains: int) -> None:
     """Refuse, before they are made, exact posterior draws and weights that cannot fit
     (the sum itself is over the supports, whatever the number of draws)."""
-    values = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
+    values = sum(int(np.prod(v.shape)) for v in initial_point(model).values())
     need = estimate_memory(num_particles=draws * chains, num_dims=values, state_bytes=0,
                            num_steps=0, num_chains=chains, num_statistics=0, fixed=0)
     available = available_memory()
