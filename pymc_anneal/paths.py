@@ -32,11 +32,19 @@ nothing of kernels or backends.
 - ``compile_key()``: what the compiled loop depends on, ``(owner, key)``;
 - ``default_kernel``, and ``require(capability, who)``, through which a kernel states what it
   needs (``"evaluate"``: log densities and gradients; ``"gibbs_sweep"``: conditionals).
+
+A graph that is compiled once and called a few times (a loop's init, an optimizer's
+objective) is built inside :func:`one_off_graph`: there a path may answer with its
+densities already compiled, as one opaque op with a gradient (a PyMC model's path does:
+its log density is then compiled once per path, not once per such graph). The loops' own
+graphs are never built there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -49,7 +57,25 @@ from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_probability
 
 __all__ = ["GibbsPath", "Path", "PathPoint", "check_gaussian_base", "fit_gaussian",
-           "gaussian_base_path", "mixture_base_path"]
+           "gaussian_base_path", "in_one_off_graph", "mixture_base_path", "one_off_graph"]
+
+_ONE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("one_off_graph", default=False)
+
+
+@contextlib.contextmanager
+def one_off_graph() -> Iterator[None]:
+    """Build, within it, graphs that are compiled once and called a few times (the module's
+    notes): a path may answer with an opaque op of its compiled densities."""
+    token = _ONE_OFF.set(True)
+    try:
+        yield
+    finally:
+        _ONE_OFF.reset(token)
+
+
+def in_one_off_graph() -> bool:
+    """Whether the graph being built is a one-off's (:func:`one_off_graph`)."""
+    return _ONE_OFF.get()
 
 
 class _Contract:

@@ -46,6 +46,7 @@ from pymc_anneal.backends import (
 )
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels.base import Kernel
+from pymc_anneal.paths import one_off_graph
 from pymc_anneal.validation import missing_gradient
 
 __all__ = ["BackendUnsupportedError", "CompiledLoop", "NoGradientError", "backend_message",
@@ -251,7 +252,8 @@ def _build_init(path, kernel: Kernel) -> CompiledFunction:
     params = {p.name: (pt.dvector if p.per_dimension else pt.dscalar)(p.name)
               for p in kernel.parameters}
     path_in = _symbolic_parameters(path)
-    rng_out, state = kernel.init(rng, position, params, path_in)
+    with one_off_graph():  # a model path answers with its densities compiled once
+        rng_out, state = kernel.init(rng, position, params, path_in)
     # compiled at the first init: the chunk's compile (JAX's, in the background) goes first
     return compile_one_off([rng, position, *params.values(), *path_in.values()],
                            [rng_out, *state], lazy=True)

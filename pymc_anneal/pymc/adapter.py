@@ -30,7 +30,10 @@ from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.gradient import DisconnectedType
+from pytensor.graph.basic import Apply
 from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.op import Op
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import ancestors
@@ -38,10 +41,15 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal._digest import graph_content
-from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
+from pymc_anneal.backends import (
+    compile_one_off,
+    compile_repeated,
+    python_mode,
+    without_creation_traces,
+)
 from pymc_anneal.pymc.batched_scan import vectorized_scans
 from pymc_anneal.exceptions import AnnealingError, warn
-from pymc_anneal.paths import Path
+from pymc_anneal.paths import Path, in_one_off_graph
 from pymc_anneal.pymc import discrete
 from pymc_anneal.pymc.discrete import (
     ELEMENTWISE_POINTS,
@@ -392,9 +400,18 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     log_prior, log_lik = _stabilized(_checks_to_ninf([log_prior, log_lik]))
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
 
-    def build_log_densities(position):
+    def symbolic(position):
         with vectorized_scans():  # a scan in the model: one scan over the batch
             lp, ll = vectorize_graph([log_prior, log_lik], replace={flat: position})
+        return lp, ll
+
+    compiled = _CompiledDensities(symbolic)
+
+    def build_log_densities(position):
+        op = compiled.op() if in_one_off_graph() else None
+        if op is None:
+            return symbolic(position)
+        lp, ll, _, _ = op(position)
         return lp, ll
 
     sample_base = _prior_sampler(model, [True] * len(model.free_RVs), num_dims)
@@ -422,6 +439,71 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     )
     return ModelPath(path, tuple(v.name for v in model.value_vars), tuple(slices), signature,
                      names, tuple(outputs), flat_out, prior_log_lik_spread=spread)
+
+
+class _CompiledDensities:
+    """A model path's log prior and log-likelihood with their gradients, compiled once (at
+    the first one-off graph that asks: :func:`~pymc_anneal.paths.one_off_graph`) and
+    called through :class:`_DensitiesOp`. Each loop's init and the Laplace fit's objective
+    were each a Python-mode compile of the whole model graph and its gradient (0.5-1 s on
+    a posteriordb model, at a first call); now they share this one. The function reads
+    ``pm.Data`` when called, as the compiles it replaces did. None where the density has
+    no gradient (the symbolic graphs then serve, and say so where a gradient is needed)."""
+
+    def __init__(self, symbolic):
+        self._symbolic, self._op, self._done = symbolic, None, False
+
+    def op(self):
+        if not self._done:
+            self._done = True
+            x = pt.matrix("x", dtype="float64")
+            lp, ll = self._symbolic(x)
+            n = x.shape[0]
+            try:
+                grads = [pt.grad(g.sum(), x, disconnected_inputs="ignore") for g in (lp, ll)]
+            except (NotImplementedError, TypeError):  # no gradient (NullTypeGradError)
+                return None
+            outputs = [pt.broadcast_to(lp, (n,)), pt.broadcast_to(ll, (n,)), *grads]
+            self._op = _DensitiesOp(compile_repeated([x], outputs))
+        return self._op
+
+
+class _DensitiesOp(Op):
+    """``x (n, d) -> (log prior (n,), log-likelihood (n,), their gradients (n, d) each)`` by
+    a compiled function (:class:`_CompiledDensities`), with the gradient as its pullback
+    (first derivatives only: the outputs' gradients are values, not graphs)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __eq__(self, other):  # one op per compiled function: never merged with another
+        return self is other
+
+    def __hash__(self):
+        return id(self)
+
+    def make_node(self, x):
+        x = pt.as_tensor(x, dtype="float64")
+        return Apply(self, [x], [pt.dvector(), pt.dvector(), pt.dmatrix(), pt.dmatrix()])
+
+    def perform(self, node, inputs, outputs):
+        for out, value in zip(outputs, self.function(inputs[0])):
+            out[0] = np.asarray(value, dtype=np.float64)
+
+    def infer_shape(self, node, input_shapes):
+        (shape,) = input_shapes
+        return [shape[:1], shape[:1], shape, shape]
+
+    def pullback(self, inputs, outputs, cotangents):
+        for g in cotangents[2:]:
+            if not isinstance(g.type, DisconnectedType):
+                raise NotImplementedError("second derivatives of a compiled model density")
+        total = None
+        for g, grad in zip(cotangents[:2], outputs[2:]):
+            if not isinstance(g.type, DisconnectedType):
+                term = g[:, None] * grad
+                total = term if total is None else total + term
+        return [pt.zeros_like(inputs[0]) if total is None else total]
 
 
 def _build_discrete(model: pm.Model, signature: tuple, route: str) -> ModelPath:

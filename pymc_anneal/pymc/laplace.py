@@ -31,7 +31,13 @@ from scipy.special import logsumexp
 
 from pymc_anneal.backends import compile_repeated
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.paths import Path, _floored_cholesky, fit_gaussian, mixture_base_path
+from pymc_anneal.paths import (
+    Path,
+    _floored_cholesky,
+    fit_gaussian,
+    mixture_base_path,
+    one_off_graph,
+)
 from pymc_anneal.validation import missing_gradient
 
 __all__ = ["DEFENSIVE_WIDTH", "EVALUATION_BATCH", "MAX_STEEPNESS", "MIN_MODE_SHARE",
@@ -98,7 +104,8 @@ def _log_density_function(path: Path):
 
 def _compile_log_density(path: Path):
     x = pt.matrix("x", dtype="float64")
-    log_base, log_ratio = path.build_log_densities(x)
+    with one_off_graph():  # a model path answers with its densities compiled once
+        log_base, log_ratio = path.build_log_densities(x)
     total = log_base + log_ratio
     try:
         gradient = pt.grad(total.sum(), x)

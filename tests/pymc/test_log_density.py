@@ -17,8 +17,10 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.traversal import apply_ancestors
 
 from pymc_anneal.backends import compile_function, compile_one_off
+from pymc_anneal.paths import one_off_graph
 from pymc_anneal.pymc.adapter import model_path
 
 NUM_POINTS = 64
@@ -142,9 +144,15 @@ def _ours(mp, points, backend):
     # from an unknown number of particles is a traced value there, which JAX refuses)
     shape = points.shape if backend == "jax" else (None, None)
     x = pt.tensor("x", dtype="float64", shape=shape)
-    log_prior, log_lik = mp.path.build_log_densities(x)
+    if backend == "compiled once":  # a one-off graph: the path's densities as one op
+        with one_off_graph():
+            log_prior, log_lik = mp.path.build_log_densities(x)
+        assert any(type(node.op).__name__ == "_DensitiesOp"
+                   for node in apply_ancestors([log_prior, log_lik]))
+    else:
+        log_prior, log_lik = mp.path.build_log_densities(x)
     grad = pt.grad((log_prior + log_lik).sum(), x)
-    if backend == "python":
+    if backend in ("python", "compiled once"):
         fn = compile_one_off([x], [log_prior, log_lik, grad])
     else:
         fn = compile_function([x], [log_prior, log_lik, grad], backend)
@@ -187,11 +195,14 @@ def _check(name, backend):
     return ref_like
 
 
+@pytest.mark.parametrize("how", ["python", "compiled once"])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_one_off_functions_give_pymcs_log_density(name):
+def test_one_off_functions_give_pymcs_log_density(name, how):
     """Python mode (the package's one-off functions: initial points, checks, the pilot's
-    guards) against ``model.compile_logp()`` at wide random points."""
-    _check(name, "python")
+    guards) against ``model.compile_logp()`` at wide random points; "compiled once": the
+    op that answers in the one-off graphs (the loops' inits, the Laplace fit's objective),
+    its pullback included."""
+    _check(name, how)
 
 
 def test_a_failed_parameter_check_is_minus_inf_as_in_pymc():
