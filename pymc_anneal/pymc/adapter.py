@@ -36,17 +36,13 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.op import Op
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, apply_ancestors
+from pytensor.scan.op import Scan
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal._digest import graph_content
-from pymc_anneal.backends import (
-    compile_one_off,
-    compile_repeated,
-    python_mode,
-    without_creation_traces,
-)
+from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
 from pymc_anneal.pymc.batched_scan import vectorized_scans
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, in_one_off_graph
@@ -448,7 +444,9 @@ class _CompiledDensities:
     were each a Python-mode compile of the whole model graph and its gradient (0.5-1 s on
     a posteriordb model, at a first call); now they share this one. The function reads
     ``pm.Data`` when called, as the compiles it replaces did. None where the density has
-    no gradient (the symbolic graphs then serve, and say so where a gradient is needed)."""
+    no gradient (the symbolic graphs then serve, and say so where a gradient is needed),
+    and where it holds a ``Scan`` (the fit's objective compiles that to C, a loop's init
+    to Python mode, which runs one scan over the batch faster than C compiles it)."""
 
     def __init__(self, symbolic):
         self._symbolic, self._op, self._done = symbolic, None, False
@@ -463,8 +461,10 @@ class _CompiledDensities:
                 grads = [pt.grad(g.sum(), x, disconnected_inputs="ignore") for g in (lp, ll)]
             except (NotImplementedError, TypeError):  # no gradient (NullTypeGradError)
                 return None
+            if any(isinstance(node.op, Scan) for node in apply_ancestors([lp, ll])):
+                return None
             outputs = [pt.broadcast_to(lp, (n,)), pt.broadcast_to(ll, (n,)), *grads]
-            self._op = _DensitiesOp(compile_repeated([x], outputs))
+            self._op = _DensitiesOp(compile_one_off([x], outputs))
         return self._op
 
 

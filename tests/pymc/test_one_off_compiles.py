@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.maker import FunctionMaker
@@ -90,3 +91,41 @@ def test_the_check_sees_a_default_backend_compile(linkers):
         pm.Normal("mu", pt.constant(0.0), 1.0)
     model.initial_point()
     assert set(linkers) - {"PerformLinker", "JAXLinker"}
+
+
+def _opaque(model) -> bool:
+    """Whether the model path answers a one-off graph with its compiled op."""
+    from pytensor.graph.traversal import apply_ancestors
+
+    from pymc_anneal.paths import one_off_graph
+    from pymc_anneal.pymc.adapter import model_path
+
+    x = pt.matrix("x", dtype="float64")
+    with one_off_graph():
+        graphs = model_path(model).path.build_log_densities(x)
+    return any(type(node.op).__name__ == "_DensitiesOp" for node in apply_ancestors(graphs))
+
+
+def test_the_compiled_op_only_where_it_serves():
+    """A plain model's path answers one-off graphs with the op (and loops' graphs with its
+    symbolic densities); a model with a scan or without a gradient gets its symbolic
+    densities there too (a scan compiles to C for the fit, to Python mode for an init; a
+    missing gradient is named where one is needed)."""
+    from tests.pymc.test_backend_fallback import ar1_model
+
+    plain = normal_mean(n=5).build()
+    assert _opaque(plain)
+    assert not _opaque(ar1_model())
+
+    class NoGradient(pt.Op):
+        def make_node(self, x):
+            x = pt.as_tensor(x)
+            return pytensor.graph.basic.Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = np.asarray(-0.5 * inputs[0] ** 2)
+
+    with pm.Model() as no_gradient:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Potential("like", NoGradient()(mu))
+    assert not _opaque(no_gradient)
