@@ -439,10 +439,11 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
 
 class _CompiledDensities:
     """A model path's log prior and log-likelihood with their gradients, compiled once (at
-    the first one-off graph that asks: :func:`~pymc_anneal.paths.one_off_graph`) and
-    called through :class:`_DensitiesOp`. Each loop's init and the Laplace fit's objective
-    were each a Python-mode compile of the whole model graph and its gradient (0.5-1 s on
-    a posteriordb model, at a first call); now they share this one. The function reads
+    the first call of the first one-off graph that asks for them:
+    :func:`~pymc_anneal.paths.one_off_graph`) and called through :class:`_DensitiesOp`.
+    Each loop's init and the Laplace fit's objective were each a Python-mode compile of
+    the whole model graph and its gradient (0.5-1 s on a posteriordb model, at a first
+    call); now they share this one. The function reads
     ``pm.Data`` when called, as the compiles it replaces did. None where the density has
     no gradient (the symbolic graphs then serve, and say so where a gradient is needed),
     and where it holds a ``Scan`` (the fit's objective compiles that to C, a loop's init
@@ -464,7 +465,8 @@ class _CompiledDensities:
             if any(isinstance(node.op, Scan) for node in apply_ancestors([lp, ll])):
                 return None
             outputs = [pt.broadcast_to(lp, (n,)), pt.broadcast_to(ll, (n,)), *grads]
-            self._op = _DensitiesOp(compile_one_off([x], outputs))
+            # compiled at its first call: a loop's init then overlaps JAX's compile
+            self._op = _DensitiesOp(compile_one_off([x], outputs, lazy=True))
         return self._op
 
 
