@@ -195,8 +195,15 @@ def _check(name, backend):
     return ref_like
 
 
-@pytest.mark.parametrize("how", ["python", "compiled once"])
-@pytest.mark.parametrize("name", sorted(MODELS))
+COMPILED_ONCE_FAST = {"logistic", "heavy_tails_and_potential", "underflowing_scale"}
+"""The models whose "compiled once" check is in the fast subset (1-2 s each); the others'
+(3-6 s each) run in the full suite."""
+
+
+@pytest.mark.parametrize("name,how", [
+    pytest.param(name, how, id=f"{name}-{how}",
+                 marks=() if how == "python" or name in COMPILED_ONCE_FAST else pytest.mark.slow)
+    for name in sorted(MODELS) for how in ("python", "compiled once")])
 def test_one_off_functions_give_pymcs_log_density(name, how):
     """Python mode (the package's one-off functions: initial points, checks, the pilot's
     guards) against ``model.compile_logp()`` at wide random points; "compiled once": the
