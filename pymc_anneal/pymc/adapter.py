@@ -458,11 +458,11 @@ class _CompiledDensities:
             x = pt.matrix("x", dtype="float64")
             lp, ll = self._symbolic(x)
             n = x.shape[0]
+            if any(isinstance(node.op, Scan) for node in apply_ancestors([lp, ll])):
+                return None
             try:
                 grads = [pt.grad(g.sum(), x, disconnected_inputs="ignore") for g in (lp, ll)]
             except (NotImplementedError, TypeError):  # no gradient (NullTypeGradError)
-                return None
-            if any(isinstance(node.op, Scan) for node in apply_ancestors([lp, ll])):
                 return None
             outputs = [pt.broadcast_to(lp, (n,)), pt.broadcast_to(ll, (n,)), *grads]
             # compiled at its first call: a loop's init then overlaps JAX's compile
