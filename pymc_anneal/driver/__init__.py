@@ -10,6 +10,8 @@ One job per module, in the order data flows:
 - :mod:`~pymc_anneal.driver.options`: :class:`RunOptions`, how a run anneals (kernel,
   backend, tuning, progress), checked once by :func:`run_options`;
 - :mod:`~pymc_anneal.driver.run`: :func:`run_annealing`, forward or backward, chunk by chunk.
+- :mod:`~pymc_anneal.driver.importance`: importance sampling from a path's base (AIS with
+  one step and no transition, no loop), and the check that decides whether it is enough;
 - :mod:`~pymc_anneal.driver.checkpoint`: a run's state on disk between chunks, to resume;
 - :mod:`~pymc_anneal.driver.memory`: the memory a run needs, checked before it starts.
 """

@@ -34,8 +34,9 @@ import xarray as xr
 from pymc_anneal.diagnostics import check_weights, second_opinion_message
 from pymc_anneal.driver import RunOptions, check_run, run_annealing
 from pymc_anneal.driver.cache import choose_loop
+from pymc_anneal.driver.importance import importance_check
 from pymc_anneal.driver.run import run_pilot
-from pymc_anneal.driver.tuning import Pilot, auto_num_steps
+from pymc_anneal.driver.tuning import AUTO_MIN_STEPS, Pilot, auto_num_steps
 from pymc_anneal.driver.tuning import bands as tuning_bands
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
@@ -50,10 +51,10 @@ from pymc_anneal.pymc.laplace import (
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import check_choice
 
-__all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_LAPLACE_STEPS", "AUTO_LAPLACE_WORK",
-           "BASES", "LaplaceFit", "annealed_discrete", "base_choice", "choose_base",
-           "draws_base", "gaussian_base", "laplace_first", "laplace_pilot", "laplace_route",
-           "modes_text", "predicted_prior_steps", "second_opinion", "side_stream",
+__all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_IMPORTANCE", "AUTO_LAPLACE_STEPS",
+           "AUTO_LAPLACE_WORK", "BASES", "LaplaceFit", "annealed_discrete", "base_choice",
+           "choose_base", "draws_base", "gaussian_base", "laplace_first", "laplace_pilot",
+           "laplace_route", "modes_text", "predicted_prior_steps", "second_opinion", "side_stream",
            "warn_modes_missed"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
@@ -81,6 +82,14 @@ compiled) gains what the shorter path saves. Below, the census of modes is still
 (400 x 180) and logistic (105 x 403) took 1.1-1.2x SMC's first call with the Laplace loop,
 0.6-0.8x without; linreg10 (900 x 560) keeps it: first call 1.1x SMC's either way, steady
 state 0.7 s against the prior's 2.4 s; radon_pooled (800 x 2,800) 7 s against a minute."""
+AUTO_IMPORTANCE = True
+"""With ``base="auto"`` and ``num_steps="auto"`` (and no checkpoint): where the Laplace fit
+would be piloted, or the prior's path is predicted longer than
+:data:`~pymc_anneal.driver.tuning.AUTO_MIN_STEPS` temperatures, the fit's base is first
+checked for importance sampling alone (:func:`~pymc_anneal.driver.importance.
+importance_check`: a batch of its own, the run's size, with ``log(N / ESS)`` within the
+run's target and no weight warning); where it passes, the run is importance sampling from
+that base (no loop is compiled). False: the annealed routes only."""
 AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
@@ -213,10 +222,16 @@ class LaplaceFit(NamedTuple):
     modes: list
     pilot: Pilot | None
     options: RunOptions
+    importance: dict | None = None
+    """Where importance sampling from the base passed its check
+    (:func:`~pymc_anneal.driver.importance.importance_check`): the check's findings; the
+    run is then :func:`~pymc_anneal.driver.importance.run_importance`, no loop is built
+    and ``pilot`` is None."""
 
 
 def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
-                 draws: int, chains: int, rng: np.random.Generator, auto_backend: bool):
+                 draws: int, chains: int, rng: np.random.Generator, auto_backend: bool,
+                 importance: bool = True):
     """``base="auto"``: the base whose pilot asks for the fewest temperatures. The prior's
     pilot runs first; where it asks for more than :data:`AUTO_LAPLACE_STEPS` temperatures,
     on a model without annealed discrete variables, its particles seed the Laplace fit's
@@ -258,7 +273,8 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
     pilot = prior_pilot(certain)
     if pilot.stopped_at is not None:
         found, more = laplace_pilot(model, mp, options, betas, draws, chains,
-                                     side_stream(rng), pilot.positions, auto_backend)
+                                     side_stream(rng), pilot.positions, auto_backend,
+                                     importance)
         chosen = _stopped_choice(pilot, found, more, options.tuning)
         if chosen is not None:
             return (*chosen, found)
@@ -278,9 +294,12 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
                 f"x {work // prior_steps} elements <= AUTO_LAPLACE_WORK)")}, census
     if not path.discrete_dims and prior_steps > AUTO_LAPLACE_STEPS:
         found, more = laplace_pilot(model, mp, options, betas, draws, chains,
-                                     side_stream(rng), pilot.positions, auto_backend)
+                                     side_stream(rng), pilot.positions, auto_backend,
+                                     importance)
         choice.update(more)
         steps = more.get("laplace_num_steps")
+        if found is not None and found.importance is not None:
+            return "laplace", None, {**choice, "base_reason": _importance_reason(found)}, found
         fitted_pilot = None if found is None else found.pilot
         if fitted_pilot is not None:
             missed = missed_modes(found.modes, pilot.positions, factor=10)
@@ -327,7 +346,8 @@ def predicted_prior_steps(spread: float | None, num_dims: int,
 
 
 def laplace_first(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
-                  draws: int, chains: int, rng: np.random.Generator, auto_backend: bool):
+                  draws: int, chains: int, rng: np.random.Generator, auto_backend: bool,
+                  importance: bool = True):
     """``base="auto"`` where the prior's path is predicted long (:func:`predicted_prior_steps`
     from the build's prior draws, where the prediction alone would stop the prior's pilot:
     :func:`_laplace_certain`): the Laplace base's loop and pilot, before the prior's loop is
@@ -345,13 +365,24 @@ def laplace_first(model, mp, base: str, auto: bool, options: RunOptions, betas: 
     predicted = predicted_prior_steps(mp.prior_log_lik_spread, path.num_dims,
                                       tuning.auto_variance)
     size = _data_size(model) + path.num_dims
-    # a perfect kernel's inefficiency, 1: the prediction is about a lower bound
-    if predicted is None or not _laplace_certain(tuning.auto_variance, size)(predicted[1], 1.0):
+    if predicted is None:
         return None
+    # a perfect kernel's inefficiency, 1: the prediction is about a lower bound
+    certain = _laplace_certain(tuning.auto_variance, size)(predicted[1], 1.0)
+    if not certain and not (importance and AUTO_IMPORTANCE and predicted[0] > AUTO_MIN_STEPS):
+        return None
+    # where the prior's path is not certain to be long, only the fit and its check run
     found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
-                                None, auto_backend)
+                                None, auto_backend, importance, loop=certain)
     steps = more.get("laplace_num_steps")
-    if (found is None or found.pilot is None or steps > AUTO_BASE_STEPS
+    if found is not None and found.importance is not None:
+        return "laplace", None, {
+            **more, "prior_num_steps_predicted": predicted[0],
+            "prior_pilot": (f"not run: the log-likelihood's spread at 200 prior draws "
+                            f"({mp.prior_log_lik_spread:.3g}) predicts {predicted[0]} "
+                            "temperatures or more from the prior"),
+            "base_reason": _importance_reason(found)}, found
+    if (not certain or found is None or found.pilot is None or steps > AUTO_BASE_STEPS
             or steps >= predicted[0]):
         return None
     return "laplace", found.pilot, {
@@ -383,20 +414,29 @@ def _stopped_choice(prior: Pilot, found, more: dict, tuning) -> tuple | None:
     prior's part did (and at most :data:`AUTO_BASE_STEPS`), else None (the prior's whole
     pilot then decides, as without the stop)."""
     steps = more.get("laplace_num_steps")
-    if found is None or found.pilot is None or steps > AUTO_BASE_STEPS:
-        return None
     partial = prior.schedule(tuning)[0].size - 1
-    if steps >= partial:
-        return None
     ran, bands = prior.stopped_at, tuning.num_bands
     done = sum(stop <= ran for _, stop in tuning_bands(prior.betas.size - 1, bands))
+    stopped = (f"stopped after {done} of its {bands} bands (beta = {prior.betas[ran]:.3g}), "
+               f"where it asked for {partial} temperatures")
+    if found is not None and found.importance is not None:
+        return "laplace", None, {"prior_num_steps": partial, **more, "prior_pilot": stopped,
+                                 "base_reason": _importance_reason(found)}
+    if found is None or found.pilot is None or steps > AUTO_BASE_STEPS:
+        return None
+    if steps >= partial:
+        return None
     return "laplace", found.pilot, {
-        "prior_num_steps": partial, **more,
-        "prior_pilot": (f"stopped after {done} of its {bands} bands (beta = "
-                        f"{prior.betas[ran]:.3g}), where it asked for {partial} temperatures"),
+        "prior_num_steps": partial, **more, "prior_pilot": stopped,
         "base_reason": (f"the Laplace base's pilot asked for {steps} temperatures, the "
                         f"prior's for {partial} by beta = {prior.betas[ran]:.3g} (its pilot "
                         "stopped there: the rest of the path only adds to its length)")}
+
+
+def _importance_reason(found: LaplaceFit) -> str:
+    """``base_reason`` where importance sampling from the Laplace base passed its check."""
+    return ("importance sampling from the Laplace base, no annealing: "
+            f"{found.importance['reason']}")
 
 
 def modes_text(missed, modes) -> str:
@@ -461,7 +501,7 @@ def _census(model, mp, rng, positions):
 
 
 def laplace_pilot(model, mp, options, betas, draws, chains, rng, positions,
-                   auto_backend: bool):
+                   auto_backend: bool, importance: bool = True, loop: bool = True):
     """The Laplace fit's base (a component per mode found) and its pilot: ``(fit, attrs)``
     with ``fit`` a :class:`LaplaceFit` (its pilot None, and the reason in ``attrs``, where
     its base cannot run), or None where the fit failed. With ``auto_backend`` a loop that
@@ -472,7 +512,16 @@ def laplace_pilot(model, mp, options, betas, draws, chains, rng, positions,
         path, info, modes = _laplace_base(model, mp, rng, positions)
     except AnnealingError as error:
         return None, {"laplace_reason": f"the fit failed: {error}"}
-    attrs = {}
+    attrs, check = {}, {"passed": False}
+    if importance and AUTO_IMPORTANCE:
+        check = importance_check(path, draws=draws, chains=chains, rng=side_stream(rng),
+                                 target_variance=options.tuning.auto_variance)
+        attrs["laplace_importance_check"] = check["reason"]
+    if check["passed"]:  # no loop to build: the base alone meets the target
+        attrs["laplace_num_steps"] = 1
+        return LaplaceFit(path, info, modes, None, options, check), attrs
+    if not loop:
+        return LaplaceFit(path, info, modes, None, None), attrs
     try:
         if auto_backend:
             options, fallback = choose_loop(path, options, draws=draws, chains=chains,

@@ -23,6 +23,7 @@ from pymc_anneal.driver import (
 )
 from pymc_anneal.driver.cache import choose_loop
 from pymc_anneal.driver.checkpoint import open_checkpoint
+from pymc_anneal.driver.importance import importance_check, run_importance
 from pymc_anneal.driver.memory import (
     MEMORY_LIMIT_VARIABLE,
     SPLIT_FRACTION,
@@ -121,6 +122,19 @@ def sample_ais(
     attributes ``base_reason``, ``prior_num_steps``, ``laplace_num_steps``,
     ``laplace_modes`` and ``laplace_mode_weights`` record the choice (``laplace_reason``
     why no Laplace base could run).
+
+    Before any loop is built, where the Laplace base would be piloted or the prior's path
+    is predicted longer than the fewest temperatures a run takes, the fit's base is checked
+    for **importance sampling** alone: a batch of ``draws * chains`` draws of its own from
+    it, whose weights must meet the run's target (``log(N / ESS)`` within the target
+    variance) without any of the weight warnings (a low ESS, a heavy tail by Pareto
+    k-hat, chains that disagree). Where they do, the run is importance sampling from that
+    base (AIS with one step and no transition: ``kernel`` is ``"none (importance
+    sampling)"``, ``num_steps`` 1, ``backend`` ``"python"``; no loop is compiled, and the
+    reported draws are fresh ones, so the estimate stays unbiased), ``base_reason`` and
+    ``laplace_importance_check`` say what the check measured. Near-Gaussian posteriors
+    with many data (posteriordb's kidscore_momiq, radon_pooled, dogs) take 1-2 s this way.
+    Not where a kernel was named or a checkpoint is written.
 
     Where the prior's path is long (``base="auto"``: more than
     :data:`~pymc_anneal.pymc.bases.AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``)
@@ -341,11 +355,24 @@ def sample_ais(
         route, routed = bases.laplace_route(model, mp, base, rng), "laplace"
     if route is not None:
         path, fit_info = route
+    importance = None  # where the fitted base alone meets the target: its check's findings
+    # not where a transition kernel was asked for, nor where a checkpoint holds the run
+    may_skip_annealing = auto_kernel and ckpt is None
+    if (route is not None and routed == "laplace" and auto and may_skip_annealing
+            and bases.AUTO_IMPORTANCE):
+        importance = importance_check(path, draws=draws, chains=chains,
+                                      rng=bases.side_stream(rng),
+                                      target_variance=main_options.tuning.auto_variance)
+        fit_info = {**fit_info, "laplace_importance_check": importance["reason"]}
+        importance = importance if importance["passed"] else None
     # the prior's path predicted long: the Laplace base first, its loop built alone
     first = None if route is not None else bases.laplace_first(
-        model, mp, base, auto, main_options, betas, draws, chains, rng, auto_backend)
+        model, mp, base, auto, main_options, betas, draws, chains, rng, auto_backend,
+        may_skip_annealing)
     fallbacks = {}
-    if first is not None:  # its loop built (laplace_backend_fallback says if on another)
+    if importance is not None or (first is not None and first[3].importance is not None):
+        pass  # importance sampling: no loop
+    elif first is not None:  # its loop built (laplace_backend_fallback says if on another)
         main_options = first[3].options
     else:
         # a kernel or backend that cannot build this model's loop is replaced (if "auto")
@@ -362,7 +389,8 @@ def sample_ais(
         census, path, fit_info = laplace.modes, laplace.path, laplace.info
     else:
         base, pilot, choice, laplace = bases.choose_base(model, mp, base, auto, main_options,
-                                                    betas, draws, chains, rng, auto_backend)
+                                                    betas, draws, chains, rng, auto_backend,
+                                                    may_skip_annealing)
         census = None if laplace is None else laplace.modes
         if base == "laplace":
             path, fit_info, main_options = laplace.path, laplace.info, laplace.options
@@ -376,31 +404,38 @@ def sample_ais(
         if base == "laplace":  # the fewest temperatures: its loop's options
             main_options = laplace.options
 
-    def anneal(path, pilot):
-        result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
-                               options=main_options, checkpoint=ckpt, pilot=pilot)
+    def anneal(path, pilot, importance=None):
+        if importance is not None:  # the fitted base alone: importance sampling, no loop
+            result = run_importance(path, draws=draws, chains=chains, rng=rng)
+        else:
+            result = run_annealing(path, betas=betas, draws=draws, chains=chains, rng=rng,
+                                   options=main_options, checkpoint=ckpt, pilot=pilot)
         check_run_weights(path, result)
         _name_discrete_acceptance(result, mp.value_slices)
         result.positions = path.to_model(result.positions)
         return result
 
-    result = anneal(path, pilot)
+    if base == "laplace" and laplace is not None and laplace.importance is not None:
+        importance = laplace.importance
+    result = anneal(path, pilot, importance)
     if base == "gaussian":
         bases.second_opinion(result.log_weights, fit_log_w, fit_steps)
     missed = [] if census is None or base == "laplace" else missed_modes(
         census, result.positions, result.log_weights)
     if missed and laplace.options is None and ckpt is None:  # the census alone: its loop now
         laplace, more = bases.laplace_pilot(model, mp, main_options, betas, draws, chains,
-                                       bases.side_stream(rng), pilot.positions, auto_backend)
+                                       bases.side_stream(rng), pilot.positions, auto_backend,
+                                       may_skip_annealing)
         choice.update(more)
         laplace = laplace or bases.LaplaceFit(None, {}, census, None, None)
-    if missed and laplace.pilot is not None and ckpt is None:  # again, from the census's base
-        t0 = time.perf_counter()
+    if missed and ckpt is None and (laplace.pilot is not None
+                                    or laplace.importance is not None):
+        t0 = time.perf_counter()  # again, from the census's base
         choice["base_reason"] = (
             f"the {base} base's run left short {bases.modes_text(missed, census)} of the "
             "optimizer's census; run again from the Laplace base, which has a component there")
         base, path, fit_info, main_options = "laplace", laplace.path, laplace.info, laplace.options
-        result = anneal(path, laplace.pilot)
+        result = anneal(path, laplace.pilot, laplace.importance)
         timings["rerun"] = time.perf_counter() - t0
     elif missed:
         bases.warn_modes_missed(missed, census)

@@ -35,7 +35,15 @@ import pytest
 from scipy import stats
 
 from tests.calibration.generator import case_from_spec, generate
-from tests.calibration.runner import OTHER_BACKENDS, run_case, run_plan, slow_plan, summarize
+from tests.calibration.runner import (
+    IMPORTANCE_OPTIONS,
+    OTHER_BACKENDS,
+    importance_plan,
+    run_case,
+    run_plan,
+    slow_plan,
+    summarize,
+)
 
 MAX_ABS_Z = 5.0
 MIN_COVERAGE = 0.93
@@ -229,3 +237,22 @@ def test_slow_calibration_on_other_backends(backend):
     scores = run_plan([entry for entry in slow_plan() if entry[2] == backend])
     assert scores and not summarize(scores)["exact_sums_wrong"]
     _assert_calibrated_runs(scores)
+
+
+@pytest.mark.slow
+def test_slow_calibration_of_importance_sampling():
+    """Importance sampling from the Laplace fit (issue 41), where its check passes, on the
+    random models of :func:`tests.calibration.runner.importance_plan`: among its unwarned
+    runs (>= 100), no |z| > 5, coverage not significantly below 93 %, z ~ N(0, 1) by KS;
+    every run of the plan ran (the annealed ones where the check failed included)."""
+    from pymc_anneal.driver.importance import KERNEL
+
+    scores = run_plan(importance_plan(), **IMPORTANCE_OPTIONS)
+    assert not [s for s in scores if s.error], "\n".join(s.describe() for s in scores
+                                                         if s.error)
+    _assert_calibrated_runs(scores)
+    figures = summarize([s for s in scores if s.kernel == KERNEL])
+    assert figures["scored"] >= 100, figures
+    covered = round(figures["coverage_95"] * figures["scored"])
+    assert stats.binom.cdf(covered, figures["scored"], MIN_COVERAGE) > ALPHA, figures
+    assert figures["ks_pvalue"] > ALPHA, figures

@@ -42,7 +42,9 @@ def test_auto_takes_the_laplace_base_where_the_prior_is_wide(monkeypatch):
     prior_loop` takes it), the prior's pilot runs and stops where the Laplace base's pilot
     is certain to run (its K so far above ``AUTO_CENSUS_STEPS``, or above
     ``AUTO_LAPLACE_STEPS`` for this much data), so ``prior_num_steps`` is its K there; the
-    whole pilot would ask for more."""
+    whole pilot would ask for more. (Importance sampling from the fit, which passes its
+    check here, is switched off: ``test_importance.py`` takes it.)"""
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE", False)
     monkeypatch.setattr(bases, "predicted_prior_steps", lambda *args: None)
     target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
     idata = pa.sample_ais(model=target.build(), random_seed=3, **KW)
@@ -59,10 +61,11 @@ def test_a_path_predicted_long_builds_no_prior_loop(monkeypatch):
     """The same wide prior: the log-likelihood's spread at the build's prior draws predicts
     a long path from the prior (:func:`~pymc_anneal.pymc.bases.predicted_prior_steps`), so
     the Laplace base's loop and pilot come first and the prior's loop is never built; the
-    estimate is the closed form's."""
+    estimate is the closed form's. (Importance sampling from the fit is switched off.)"""
     from pymc_anneal.driver import cache
     from pymc_anneal.pymc.adapter import model_path
 
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE", False)
     target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0, seed=11)
     model = target.build()
     built = []
@@ -272,6 +275,7 @@ def test_where_every_path_is_long_the_fewest_temperatures_win(monkeypatch):
     from pymc_anneal.pymc import bases
 
     monkeypatch.setattr(bases, "AUTO_BASE_STEPS", 0)
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE", False)
     target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
     idata = pa.sample_ais(model=target.build(), random_seed=3, fit_steps=50, **KW)
     attrs = idata.attrs
@@ -451,7 +455,8 @@ def test_a_mode_left_empty_is_warned_where_the_laplace_base_cannot_run(case, mon
 
     def failing(*args, **kwargs):
         fit, _ = original(*args, **kwargs)
-        return fit._replace(pilot=None), {"laplace_reason": "its pilot failed: (in this test)"}
+        return fit._replace(pilot=None, importance=None), {
+            "laplace_reason": "its pilot failed: (in this test)"}
 
     original = bases.laplace_pilot
     monkeypatch.setattr(bases, "laplace_pilot", failing)
@@ -503,12 +508,14 @@ def _capture_model():
     return model, float(special.betaln(s + 1, n - s + 1))
 
 
-def test_the_laplace_path_keeps_the_batch_shape_for_jax():
+def test_the_laplace_path_keeps_the_batch_shape_for_jax(monkeypatch):
     """Mb: the Laplace base's path maps whitened coordinates to the model's (mean + L z),
     whose batch size PyTensor then computed by broadcasting, and JAX cannot trace an Alloc
     of a computed shape: the Laplace pilot failed and the prior ran (60-70 s where the
-    Laplace base takes 26). The map keeps the shape of ``z``; the evidence is exact."""
+    Laplace base takes 26). The map keeps the shape of ``z``; the evidence is exact.
+    (Importance sampling, which builds no loop, is switched off.)"""
     pytest.importorskip("jax")
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE", False)
     model, exact = _capture_model()
     idata = pa.sample_ais(model=model, base="laplace", backend="jax", random_seed=9, **KW)
     assert idata.attrs["backend"] == "jax"

@@ -66,10 +66,13 @@ def linkers(monkeypatch):
     return seen
 
 
-def test_a_call_compiles_only_the_loop_with_a_backend(linkers):
+def test_a_call_compiles_only_the_loop_with_a_backend(linkers, monkeypatch):
     """``sample_ais`` with the Laplace base (the model's initial point starts its census),
     ``bridge_sampling`` and ``bdmc``: every function but the loops' (JAX's) is Python
-    mode's (PerformLinker)."""
+    mode's (PerformLinker). (The annealed route: importance sampling is switched off.)"""
+    from pymc_anneal.pymc import bases
+
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE", False)
     target = normal_mean(n=50)
     result = pa.sample_ais(model=target.build(), base="laplace", random_seed=0,
                            progressbar=False)
@@ -82,6 +85,18 @@ def test_a_call_compiles_only_the_loop_with_a_backend(linkers):
             progressbar=False, random_seed=0)
     assert set(linkers) <= {"PerformLinker", "JAXLinker"}, sorted(set(linkers))
     assert "JAXLinker" in linkers and "PerformLinker" in linkers
+
+
+def test_importance_sampling_compiles_no_loop(linkers):
+    """Where importance sampling from the Laplace fit passes its check, the call compiles
+    Python mode's functions only: no loop, on any backend."""
+    from pymc_anneal.driver.importance import KERNEL
+
+    target = normal_mean(n=50)
+    result = pa.sample_ais(model=target.build(), base="laplace", random_seed=0,
+                           progressbar=False)
+    assert result.attrs["kernel"] == KERNEL and result.attrs["backend"] == "python"
+    assert set(linkers) == {"PerformLinker"}, sorted(set(linkers))
 
 
 def test_the_check_sees_a_default_backend_compile(linkers):

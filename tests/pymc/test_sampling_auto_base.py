@@ -53,6 +53,8 @@ def test_a_short_path_keeps_the_prior_bit_for_bit(normal_mean, monkeypatch):
 
     monkeypatch.setattr(bases, "laplace_pilot", long_path)
     monkeypatch.setattr(bases, "AUTO_LAPLACE_STEPS", 0)
+    # the fit's importance sampling, which passes its check here, is ``test_importance.py``'s
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE", False)
     # a path short for its data (K x 21 elements): the census alone, not the Laplace loop
     auto = pa.sample_ais(model=model, random_seed=4, **light)
     assert auto.attrs["base"] == "prior" and "laplace_num_steps" not in auto.attrs
@@ -79,7 +81,7 @@ def test_a_poor_fit_falls_back_to_the_prior_bit_for_bit(normal_mean, monkeypatch
     _, model = normal_mean
     monkeypatch.setattr(bases, "AUTO_BASE_STEPS", 0)  # every path "long": the mixture
     monkeypatch.setattr(bases, "laplace_pilot",  # never the Laplace base
-                        lambda *args: (None, {"laplace_reason": "switched off"}))
+                        lambda *args, **kwargs: (None, {"laplace_reason": "switched off"}))
     light = {**SMALL, "draws": 100, "num_pilot": 64, "fit_steps": 50}
     good = pa.sample_ais(model=model, random_seed=4, **light)
     assert good.attrs["base"] == "gaussian"
@@ -127,7 +129,7 @@ def test_a_bimodal_posterior_is_right_or_warned(threshold, monkeypatch):
     model, exact = _bimodal()
     monkeypatch.setattr(bases, "AUTO_BASE_STEPS", threshold)
     monkeypatch.setattr(bases, "laplace_pilot",
-                        lambda *args: (None, {"laplace_reason": "switched off"}))
+                        lambda *args, **kwargs: (None, {"laplace_reason": "switched off"}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         idata = pa.sample_ais(model=model, draws=500, chains=2, progressbar=False,

@@ -1,0 +1,144 @@
+"""Importance sampling from the Laplace fit's base, without annealing
+(:mod:`pymc_anneal.driver.importance`; ``base="auto"`` takes it where a check batch of its
+own meets the run's target).
+
+Ground truth: closed-form evidences (a linear model with a wide prior, whose prior's path
+is long) within 4 reported standard errors; the mean of the importance estimates of Z over
+many seeds is Z for a base made deliberately poor (unbiased whatever the base); a poor fit
+fails the check and the run anneals; the decision never sees the reported draws.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pymc_anneal as pa
+from pymc_anneal.driver import importance
+from pymc_anneal.paths import gaussian_base_path
+from pymc_anneal.pymc import adapter, bases, laplace
+from tests import analytic
+
+KW = dict(draws=500, chains=2, progressbar=False)
+
+
+def _within(idata, exact, k=4.0):
+    est = pa.log_evidence(idata)
+    assert abs(est.log_evidence - exact) < k * est.standard_error, (est, exact)
+    return est
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_wide_prior_and_a_gaussian_posterior_take_importance_sampling(seed):
+    """200 observations under an N(0, 100) prior: the fit's base alone meets the target, so
+    the run is importance sampling (one step, no transition, no loop compiled) and its
+    estimate is the closed form's, without a warning."""
+    target = analytic.linear_regression(num_features=3, n=200, prior_sd=100.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pa.AnnealingWarning)
+        idata = pa.sample_ais(model=target.build(), random_seed=seed, **KW)
+    attrs = idata.attrs
+    assert attrs["base"] == "laplace" and attrs["kernel"] == importance.KERNEL, dict(attrs)
+    assert attrs["num_steps"] == 1 and attrs["base_reason"].startswith("importance sampling")
+    assert attrs["backend"] == "python"
+    assert idata["posterior"].sizes["draw"] == 500 and idata["posterior"].sizes["chain"] == 2
+    assert np.isnan(idata["annealing_stats"]["acceptance_rate"].values).all()
+    _within(idata, target.log_evidence)
+
+
+def test_the_same_seed_gives_the_same_importance_result():
+    target = analytic.linear_regression(num_features=2, n=100, prior_sd=100.0)
+    model = target.build()
+    a, b = (pa.sample_ais(model=model, random_seed=11, **KW) for _ in range(2))
+    assert a.attrs["kernel"] == importance.KERNEL
+    np.testing.assert_array_equal(a["particles"]["log_weight"].values,
+                                  b["particles"]["log_weight"].values)
+
+
+def test_switched_off_the_laplace_base_anneals():
+    target = analytic.linear_regression(num_features=2, n=100, prior_sd=100.0)
+    model = target.build()
+    try:
+        bases.AUTO_IMPORTANCE = False
+        idata = pa.sample_ais(model=model, random_seed=11, **KW)
+    finally:
+        bases.AUTO_IMPORTANCE = True
+    assert idata.attrs["kernel"] != importance.KERNEL and idata.attrs["num_steps"] >= 20
+    _within(idata, target.log_evidence)
+
+
+def test_a_poor_fit_fails_the_check_and_the_run_anneals(monkeypatch):
+    """The fit moved three posterior standard deviations off and made half as wide: its
+    importance weights fail the check, and the run anneals from it (or from the prior),
+    right."""
+    target = analytic.linear_regression(num_features=2, n=100, prior_sd=100.0)
+    fit = laplace.fit_modes
+
+    def poor(*args, **kwargs):
+        modes, info = fit(*args, **kwargs)
+        return [(v, m + 3.0 * np.sqrt(np.diag(c)), c / 4.0) for v, m, c in modes], info
+
+    monkeypatch.setattr(laplace, "fit_modes", poor)
+    idata = pa.sample_ais(model=target.build(), random_seed=3, **KW)
+    assert idata.attrs["kernel"] != importance.KERNEL, dict(idata.attrs)
+    assert idata.attrs["num_steps"] >= 20
+    _within(idata, target.log_evidence)
+
+
+def test_importance_estimates_are_unbiased_for_z_whatever_the_base():
+    """A base 1.5 posterior sds off and 0.7 times as wide (a heavy-ish weight tail): the
+    mean over 300 seeds of the importance estimates of Z / Z_exact is 1 within 4 of its
+    standard errors (exact for Z, not log Z)."""
+    target = analytic.normal_mean()
+    mp = adapter.model_path(target.build())
+    p, y = target.params, np.asarray(target.params["y"])
+    precision = 1 / p["prior_sd"] ** 2 + y.size / p["noise_sd"] ** 2
+    mean = (p["prior_mean"] / p["prior_sd"] ** 2 + y.sum() / p["noise_sd"] ** 2) / precision
+    sd = 1 / np.sqrt(precision)
+    path = gaussian_base_path(mp.path, np.array([mean + 1.5 * sd]),
+                              np.array([[0.49 / precision]]), defensive=0.0)
+    ratios = []
+    for seed in range(300):
+        run = importance.run_importance(path, draws=50, chains=1,
+                                        rng=np.random.default_rng(seed))
+        log_z = np.logaddexp.reduce(run.log_weights.ravel()) - np.log(run.log_weights.size)
+        ratios.append(np.exp(log_z - target.log_evidence))
+    ratios = np.array(ratios)
+    se = ratios.std(ddof=1) / np.sqrt(ratios.size)
+    assert abs(ratios.mean() - 1.0) < 4 * se, (ratios.mean(), se)
+    assert se < 0.2  # the test can see a bias of a few tenths
+
+
+def test_the_check_and_the_run_draw_apart(monkeypatch):
+    """The check's batch and the reported batch are different draws: the decision cannot
+    select the reported weights."""
+    seen = []
+    weights = importance.importance_weights
+
+    def record(path, positions):
+        seen.append(np.array(positions))
+        return weights(path, positions)
+
+    monkeypatch.setattr(importance, "importance_weights", record)
+    target = analytic.linear_regression(num_features=2, n=100, prior_sd=100.0)
+    idata = pa.sample_ais(model=target.build(), random_seed=5, **KW)
+    assert idata.attrs["kernel"] == importance.KERNEL
+    assert len(seen) == 2 and seen[0].shape == seen[1].shape == (1000, 2)
+    assert not np.isin(seen[0], seen[1]).any()
+
+
+def test_a_bimodal_posterior_at_the_defaults_is_right_or_warned():
+    """Two narrow modes at mu = +-2: the census finds both, the base has a component at
+    each, and the estimate (importance sampling or annealed, whichever the check chose) is
+    the quadrature's within 4 standard errors, or the call warned."""
+    from tests.pymc.test_sampling_auto_base import _bimodal
+
+    model, exact = _bimodal()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = pa.sample_ais(model=model, random_seed=6, **KW)
+    warned = any(issubclass(w.category, pa.AnnealingWarning) for w in caught)
+    est = pa.log_evidence(idata)
+    assert warned or abs(est.log_evidence - exact) < 4 * est.standard_error, (est, exact)
