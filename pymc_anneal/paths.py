@@ -52,6 +52,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 from scipy.linalg import solve_triangular
+from scipy.special import gammaln
 
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_probability
@@ -530,7 +531,8 @@ def _floored_cholesky(cov: np.ndarray) -> np.ndarray:
 
 def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: np.ndarray,
                       defensive: float = DEFENSIVE_WEIGHT,
-                      defensive_width: float | None = None) -> Path:
+                      defensive_width: float | None = None,
+                      df: float | None = None) -> Path:
     r""":func:`gaussian_base_path` with a mixture of Gaussians
     :math:`q = \sum_k w_k \mathcal N(\mu_k, \Sigma_k)` (one per mode of the target) in place
     of one, on a path without integer coordinates; with one component it is
@@ -541,7 +543,10 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
     the defensive share is the path's own base (``defensive_width=None``) or
     :math:`\mathcal N(\mu_1, s^2 \Sigma_1)`. Every density is exact and normalized, so the
     estimate is unbiased whatever the components; their number is part of the compiled
-    loop's structure, their values are its inputs."""
+    loop's structure, their values are its inputs. With ``df`` the components are
+    multivariate Student-t with ``df`` degrees of freedom (scale matrices ``covs``): tails
+    heavier than any Gaussian's, for importance sampling from the base alone
+    (:mod:`pymc_anneal.driver.importance`)."""
     means = np.asarray(means, dtype=np.float64)
     covs = np.asarray(covs, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64).ravel()
@@ -555,7 +560,9 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
     if not (np.all(np.isfinite(means)) and np.all(np.isfinite(covs))):
         raise AnnealingError("the mixture's means and covariances must be finite.")
     weights = weights / weights.sum()
-    if weights.size == 1:
+    if df is not None and not (np.isfinite(df) and df > 0):
+        raise AnnealingError(f"df must be a positive number, got {df!r}.")
+    if weights.size == 1 and df is None:
         return gaussian_base_path(path, means[0], covs[0], defensive, defensive_width)
     check_gaussian_base(path)
     if path.discrete_dims:
@@ -577,13 +584,17 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
     z_inv = np.array([solve_triangular(c, np.eye(d), lower=True) for c in z_chols])
     log_w = np.log(weights) - np.array([np.sum(np.log(np.diag(c))) for c in z_chols])
     log_z0 = float(path.log_base_normalizer)
-    const = -0.5 * d * np.log(2.0 * np.pi)
+    const = -0.5 * d * np.log(2.0 * np.pi) if df is None else float(
+        gammaln(0.5 * (df + d)) - gammaln(0.5 * df) - 0.5 * d * np.log(df * np.pi))
+
+    def kernel(squared):  # a component's log density less its constant, by its distance
+        return -0.5 * squared if df is None else -0.5 * (df + d) * pt.log1p(squared / df)
 
     def build(z, params):
         x = _unwhiten(z, params["base_mean"], params["base_chol"], every, d)
         log_prior, log_ratio = path.build_log_densities(x)
-        terms = [params["mix_log_w"][k] - 0.5 * (
-            ((z - params["mix_means"][k]) @ params["mix_inv"][k].T) ** 2).sum(axis=-1)
+        terms = [params["mix_log_w"][k] + kernel((
+            ((z - params["mix_means"][k]) @ params["mix_inv"][k].T) ** 2).sum(axis=-1))
             for k in range(num)]
         log_q = pt.logsumexp(pt.stack(terms, axis=-1), axis=-1) + const
         log_prior_z = log_prior + params["base_log_det"]  # pi_0 carried to z
@@ -593,6 +604,8 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
     def sample_base(rng: np.random.Generator, num_draws: int) -> np.ndarray:
         component = rng.choice(num, size=num_draws, p=weights)
         eps = rng.standard_normal((num_draws, d))
+        if df is not None:  # a Student-t: a Gaussian over the root of a chi-square / df
+            eps = eps / np.sqrt(rng.chisquare(df, size=(num_draws, 1)) / df)
         z = z_means[component] + np.einsum("nij,nj->ni", z_chols[component], eps)
         share = rng.random(num_draws) < defensive
         if share.any() and wide is not None:
@@ -615,7 +628,7 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
         parameters={"base_mean": mean, "base_chol": chol, "base_log_det": np.asarray(log_det),
                     "mix_means": z_means, "mix_inv": z_inv, "mix_log_w": log_w},
         cache_owner=path,
-        structure=("mixture_base", num, float(defensive), wide),
+        structure=("mixture_base", num, float(defensive), wide, df),
         postprocess=to_model,
     )
 

@@ -36,26 +36,28 @@ from pymc_anneal.driver import RunOptions, check_run, run_annealing
 from pymc_anneal.driver.cache import choose_loop
 from pymc_anneal.driver.importance import importance_check
 from pymc_anneal.driver.run import run_pilot
-from pymc_anneal.driver.tuning import AUTO_MIN_STEPS, Pilot, auto_num_steps
+from pymc_anneal.driver.tuning import Pilot, auto_num_steps
 from pymc_anneal.driver.tuning import bands as tuning_bands
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import initial_point, ordered_prior_mass
 from pymc_anneal.pymc.bridge import _functions, _posterior, _unconstrained_draws
 from pymc_anneal.pymc.laplace import (
+    IMPORTANCE_DF,
     NUM_STARTS,
     draws_base_path,
     laplace_base_path,
     missed_modes,
+    student_t_base_path,
 )
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import check_choice
 
 __all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_IMPORTANCE", "AUTO_LAPLACE_STEPS",
            "AUTO_LAPLACE_WORK", "BASES", "LaplaceFit", "annealed_discrete", "base_choice",
-           "choose_base", "draws_base", "gaussian_base", "laplace_first", "laplace_pilot",
-           "laplace_route", "modes_text", "predicted_prior_steps", "second_opinion", "side_stream",
-           "warn_modes_missed"]
+           "choose_base", "draws_base", "gaussian_base", "importance_base", "laplace_first",
+           "laplace_pilot", "laplace_route", "modes_text", "predicted_prior_steps",
+           "second_opinion", "side_stream", "warn_modes_missed"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
 """The bases ``sample_ais`` anneals from (``"auto"`` chooses one of the others)."""
@@ -83,13 +85,13 @@ compiled) gains what the shorter path saves. Below, the census of modes is still
 0.6-0.8x without; linreg10 (900 x 560) keeps it: first call 1.1x SMC's either way, steady
 state 0.7 s against the prior's 2.4 s; radon_pooled (800 x 2,800) 7 s against a minute."""
 AUTO_IMPORTANCE = True
-"""With ``base="auto"`` and ``num_steps="auto"`` (and no checkpoint): where the Laplace fit
-would be piloted, or the prior's path is predicted longer than
-:data:`~pymc_anneal.driver.tuning.AUTO_MIN_STEPS` temperatures, the fit's base is first
-checked for importance sampling alone (:func:`~pymc_anneal.driver.importance.
-importance_check`: a batch of its own, the run's size, with ``log(N / ESS)`` within the
-run's target and no weight warning); where it passes, the run is importance sampling from
-that base (no loop is compiled). False: the annealed routes only."""
+"""With ``base="auto"`` and ``num_steps="auto"`` (and no checkpoint, ``kernel="auto"``):
+where the Laplace fit's base would be piloted, it is first checked for importance sampling
+alone (:func:`~pymc_anneal.driver.importance.importance_check`: a batch of its own, the
+run's size, with ``log(N / ESS)`` within the run's target, no weight warning, a light
+tail and a nearly symmetric estimate); where it passes, the run is importance sampling
+from that base (no loop is compiled); where not, the check cost one batch of the log
+density. False: the annealed routes only."""
 AUTO_BASE_STEPS = 1000
 """With ``base="auto"`` and ``num_steps="auto"``: the prior stays the base while its pilot
 asks for at most this many temperatures; a path that needs more gets the defensive mixture
@@ -165,25 +167,34 @@ def laplace_route(model, mp, base: str, rng: np.random.Generator):
     named error)."""
     path = mp.path
     if base == "laplace":
-        base_path, info, _ = _laplace_base(model, mp, rng)
+        base_path, info, modes = _laplace_base(model, mp, rng)
         if path.base_scale is None:  # its note, from a stream the run never reaches
             info.update(_ordered_note(model, mp, side_stream(rng))[0])
-        return base_path, info
+        return base_path, info, modes
     if base != "auto" or path is None or path.base_scale is not None or path.discrete_dims:
         return None
     fit_rng, mass_rng = rng.spawn(2)
     note, names = _ordered_note(model, mp, copy.deepcopy(mass_rng), what=(
         " (The prior cannot be drawn, so the base is a Laplace fit found by optimization.)"))
-    base_path, info, _ = _laplace_base(model, mp, fit_rng)
+    base_path, info, modes = _laplace_base(model, mp, fit_rng)
     if not note:  # draws that overflow where PyMC's transform cannot help: the prior is
         reason = "its draws overflow"  # normalized, only its draws are not to be had
         try:
             path.sample_base(mass_rng, 200)
         except AnnealingError as error:
             reason = str(error).split(": ", 1)[-1].split(". ")[0]
-        return base_path, {**info, "base_reason": f"prior cannot be drawn ({reason})"}
+        return base_path, {**info, "base_reason": f"prior cannot be drawn ({reason})"}, modes
     return base_path, {**info, **note,
-                       "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}
+                       "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}, modes
+
+
+def importance_base(mp, modes: list, info: dict) -> tuple[Path, dict]:
+    """The Laplace fit's base with Student-t components
+    (:func:`~pymc_anneal.pymc.laplace.student_t_base_path`), for importance sampling from
+    it alone, and its attributes (``laplace_importance_df``)."""
+    path = student_t_base_path(mp.path, modes, info,
+                               prior_defensive=mp.path.base_scale is not None)
+    return path, {**info, "laplace_importance_df": IMPORTANCE_DF}
 
 
 def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
@@ -298,8 +309,13 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
                                      importance)
         choice.update(more)
         steps = more.get("laplace_num_steps")
-        if found is not None and found.importance is not None:
-            return "laplace", None, {**choice, "base_reason": _importance_reason(found)}, found
+        if found is not None and found.importance is not None:  # a component at each mode
+            reason, missed = _importance_reason(found), missed_modes(
+                found.modes, pilot.positions, factor=10)
+            if missed:
+                reason = (f"the prior's pilot left short {modes_text(missed, found.modes)} of "
+                          f"the optimizer's census; {reason}")
+            return "laplace", None, {**choice, "base_reason": reason}, found
         fitted_pilot = None if found is None else found.pilot
         if fitted_pilot is not None:
             missed = missed_modes(found.modes, pilot.positions, factor=10)
@@ -365,15 +381,11 @@ def laplace_first(model, mp, base: str, auto: bool, options: RunOptions, betas: 
     predicted = predicted_prior_steps(mp.prior_log_lik_spread, path.num_dims,
                                       tuning.auto_variance)
     size = _data_size(model) + path.num_dims
-    if predicted is None:
-        return None
     # a perfect kernel's inefficiency, 1: the prediction is about a lower bound
-    certain = _laplace_certain(tuning.auto_variance, size)(predicted[1], 1.0)
-    if not certain and not (importance and AUTO_IMPORTANCE and predicted[0] > AUTO_MIN_STEPS):
+    if predicted is None or not _laplace_certain(tuning.auto_variance, size)(predicted[1], 1.0):
         return None
-    # where the prior's path is not certain to be long, only the fit and its check run
     found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
-                                None, auto_backend, importance, loop=certain)
+                                None, auto_backend, importance)
     steps = more.get("laplace_num_steps")
     if found is not None and found.importance is not None:
         return "laplace", None, {
@@ -382,7 +394,7 @@ def laplace_first(model, mp, base: str, auto: bool, options: RunOptions, betas: 
                             f"({mp.prior_log_lik_spread:.3g}) predicts {predicted[0]} "
                             "temperatures or more from the prior"),
             "base_reason": _importance_reason(found)}, found
-    if (not certain or found is None or found.pilot is None or steps > AUTO_BASE_STEPS
+    if (found is None or found.pilot is None or steps > AUTO_BASE_STEPS
             or steps >= predicted[0]):
         return None
     return "laplace", found.pilot, {
@@ -501,7 +513,7 @@ def _census(model, mp, rng, positions):
 
 
 def laplace_pilot(model, mp, options, betas, draws, chains, rng, positions,
-                   auto_backend: bool, importance: bool = True, loop: bool = True):
+                   auto_backend: bool, importance: bool = True):
     """The Laplace fit's base (a component per mode found) and its pilot: ``(fit, attrs)``
     with ``fit`` a :class:`LaplaceFit` (its pilot None, and the reason in ``attrs``, where
     its base cannot run), or None where the fit failed. With ``auto_backend`` a loop that
@@ -513,15 +525,14 @@ def laplace_pilot(model, mp, options, betas, draws, chains, rng, positions,
     except AnnealingError as error:
         return None, {"laplace_reason": f"the fit failed: {error}"}
     attrs, check = {}, {"passed": False}
-    if importance and AUTO_IMPORTANCE:
-        check = importance_check(path, draws=draws, chains=chains, rng=side_stream(rng),
+    if importance and AUTO_IMPORTANCE:  # the same fit, with Student-t components
+        t_path, t_info = importance_base(mp, modes, info)
+        check = importance_check(t_path, draws=draws, chains=chains, rng=side_stream(rng),
                                  target_variance=options.tuning.auto_variance)
         attrs["laplace_importance_check"] = check["reason"]
     if check["passed"]:  # no loop to build: the base alone meets the target
         attrs["laplace_num_steps"] = 1
-        return LaplaceFit(path, info, modes, None, options, check), attrs
-    if not loop:
-        return LaplaceFit(path, info, modes, None, None), attrs
+        return LaplaceFit(t_path, t_info, modes, None, options, check), attrs
     try:
         if auto_backend:
             options, fallback = choose_loop(path, options, draws=draws, chains=chains,

@@ -42,7 +42,7 @@ from pymc_anneal.validation import missing_gradient
 
 __all__ = ["DEFENSIVE_WIDTH", "EVALUATION_BATCH", "MAX_STEEPNESS", "MIN_MODE_SHARE",
            "NUM_STARTS", "WIDTHS", "WIDTH_DRAWS", "choose_width", "draws_base_path",
-           "fit_laplace", "fit_modes",
+           "fit_laplace", "fit_modes", "student_t_base_path",
            "laplace_base_path", "laplace_mass", "missed_modes", "mode_shares"]
 
 NUM_STARTS = 8
@@ -389,6 +389,26 @@ def laplace_base_path(path: Path, starts: np.ndarray, rng: np.random.Generator,
                              defensive_width=None if prior_defensive else DEFENSIVE_WIDTH)
     info["laplace_mode_weights"] = [float(w) for w in weights / weights.sum()]
     return base, info, modes
+
+
+IMPORTANCE_DF = 5.0
+"""Degrees of freedom of the Student-t components of :func:`student_t_base_path`."""
+
+
+def student_t_base_path(path: Path, modes: list, info: dict,
+                        prior_defensive: bool = False) -> Path:
+    """The Laplace fit's base (:func:`laplace_base_path`'s ``modes`` and ``info``: its
+    components' weights and width) with Student-t components of :data:`IMPORTANCE_DF`
+    degrees of freedom in place of its Gaussians, for importance sampling from the base
+    alone: a Gaussian under-covers the tails of many posteriors (a regression with an
+    unknown scale, whose coefficients' marginals are Student-t-like), whose importance
+    weights then have a heavy tail; a t's polynomial tails cover them. The defensive share
+    as :func:`laplace_base_path`'s."""
+    means = np.array([m for _, m, _ in modes])
+    covs = np.array([c for _, _, c in modes]) * float(info["laplace_width"]) ** 2
+    return mixture_base_path(path, means, covs, np.asarray(info["laplace_mode_weights"]),
+                             defensive_width=None if prior_defensive else DEFENSIVE_WIDTH,
+                             df=IMPORTANCE_DF)
 
 
 def draws_base_path(path: Path, draws: np.ndarray, prior_defensive: bool = False,

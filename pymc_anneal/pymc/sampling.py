@@ -123,18 +123,19 @@ def sample_ais(
     ``laplace_modes`` and ``laplace_mode_weights`` record the choice (``laplace_reason``
     why no Laplace base could run).
 
-    Before any loop is built, where the Laplace base would be piloted or the prior's path
-    is predicted longer than the fewest temperatures a run takes, the fit's base is checked
-    for **importance sampling** alone: a batch of ``draws * chains`` draws of its own from
-    it, whose weights must meet the run's target (``log(N / ESS)`` within the target
-    variance) without any of the weight warnings (a low ESS, a heavy tail by Pareto
-    k-hat, chains that disagree). Where they do, the run is importance sampling from that
-    base (AIS with one step and no transition: ``kernel`` is ``"none (importance
-    sampling)"``, ``num_steps`` 1, ``backend`` ``"python"``; no loop is compiled, and the
-    reported draws are fresh ones, so the estimate stays unbiased), ``base_reason`` and
-    ``laplace_importance_check`` say what the check measured. Near-Gaussian posteriors
-    with many data (posteriordb's kidscore_momiq, radon_pooled, dogs) take 1-2 s this way.
-    Not where a kernel was named or a checkpoint is written.
+    Before the Laplace base's loop is built, its base is checked for **importance
+    sampling** alone: a batch of ``draws * chains`` draws of its own from it, whose weights
+    must meet the run's target (``log(N / ESS)`` within the target variance) without any of
+    the weight warnings (a low ESS, a heavy tail by Pareto k-hat, chains that disagree),
+    with k-hat at most 0.25 and a nearly symmetric estimate. Where they do, the run is
+    importance sampling from that base (AIS with one step and no transition: ``kernel`` is
+    ``"none (importance sampling)"``, ``num_steps`` 1, ``backend`` ``"python"``; no loop is
+    compiled, and the reported draws are fresh ones, so the estimate stays unbiased);
+    ``base_reason`` and ``laplace_importance_check`` say what the check measured. The base
+    checked is the fit's with Student-t components (5 degrees of freedom,
+    ``laplace_importance_df``), whose tails cover a posterior's where a Gaussian's would
+    not. Posteriors with many data (posteriordb's kidscore_momiq, radon_pooled, dogs, Mb)
+    take 1-6 s this way. Not where a kernel was named or a checkpoint is written.
 
     Where the prior's path is long (``base="auto"``: more than
     :data:`~pymc_anneal.pymc.bases.AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``)
@@ -354,17 +355,21 @@ def sample_ais(
     else:  # asked for, or the prior cannot be drawn: a base found by optimization
         route, routed = bases.laplace_route(model, mp, base, rng), "laplace"
     if route is not None:
-        path, fit_info = route
+        path, fit_info = route[:2]
     importance = None  # where the fitted base alone meets the target: its check's findings
     # not where a transition kernel was asked for, nor where a checkpoint holds the run
     may_skip_annealing = auto_kernel and ckpt is None
     if (route is not None and routed == "laplace" and auto and may_skip_annealing
-            and bases.AUTO_IMPORTANCE):
-        importance = importance_check(path, draws=draws, chains=chains,
+            and bases.AUTO_IMPORTANCE):  # the fit with Student-t components, checked
+        t_path, t_info = bases.importance_base(mp, route[2], fit_info)
+        importance = importance_check(t_path, draws=draws, chains=chains,
                                       rng=bases.side_stream(rng),
                                       target_variance=main_options.tuning.auto_variance)
         fit_info = {**fit_info, "laplace_importance_check": importance["reason"]}
-        importance = importance if importance["passed"] else None
+        if importance["passed"]:
+            path, fit_info = t_path, {**t_info, **fit_info}
+        else:
+            importance = None
     # the prior's path predicted long: the Laplace base first, its loop built alone
     first = None if route is not None else bases.laplace_first(
         model, mp, base, auto, main_options, betas, draws, chains, rng, auto_backend,

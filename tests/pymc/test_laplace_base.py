@@ -530,6 +530,8 @@ def test_a_laplace_loop_that_its_backend_cannot_build_runs_on_another(monkeypatc
     base's path here."""
     from pymc_anneal.pymc import bases
 
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE", False)  # a loop, not importance sampling
+
     def refuse_fitted_bases(path, options, **kwargs):
         if "base_chol" in path.parameters and options.backend == "jax":
             assert kwargs["auto_backend"]
