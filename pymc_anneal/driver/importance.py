@@ -65,7 +65,9 @@ _COMPILED: dict = {}
 """Compiled ``x -> (log_base, log_ratio)`` per path, dropped with their path."""
 
 
-def _log_densities(path):
+def log_densities(path):
+    """``x (N, d) -> (log_base, log_ratio)`` of ``path``, compiled in Python mode once per
+    path (dropped with it)."""
     fn = _COMPILED.get(id(path))
     if fn is None:
         x = pt.matrix("x", dtype=path.dtype)
@@ -80,7 +82,7 @@ def importance_weights(path, positions: np.ndarray) -> np.ndarray:
     """The log weights :math:`\\ell(x) + \\log Z_0` at base draws ``positions`` (N, d): NaN
     and ``+inf`` of the log ratio read as zero weight where the density is undefined (as
     the annealing loops read a NaN), so the checks see them as lost mass."""
-    fn = _log_densities(path)
+    fn = log_densities(path)
     positions = np.asarray(positions, dtype=path.dtype)
     out = np.empty(positions.shape[0])
     for start in range(0, positions.shape[0], BATCH_ROWS):

@@ -5,15 +5,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-import weakref
 
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 import xarray as xr
 
 from pymc_anneal._digest import fingerprint
-from pymc_anneal.backends import compile_one_off, interruptible
+from pymc_anneal.backends import interruptible
 from pymc_anneal.diagnostics import check_weights
 from pymc_anneal.driver import (
     AnnealingRun,
@@ -23,7 +21,7 @@ from pymc_anneal.driver import (
 )
 from pymc_anneal.driver.cache import choose_loop
 from pymc_anneal.driver.checkpoint import open_checkpoint
-from pymc_anneal.driver.importance import importance_check, run_importance
+from pymc_anneal.driver.importance import importance_check, log_densities, run_importance
 from pymc_anneal.driver.memory import (
     MEMORY_LIMIT_VARIABLE,
     SPLIT_FRACTION,
@@ -484,10 +482,6 @@ def _to_datatree(model, result: AnnealingRun, variables: dict, rng, attrs: dict)
                        attrs=attrs)
 
 
-_NAN_CHECKS: dict = {}
-"""Compiled log densities of :func:`nan_log_density`, by path, dropped with their path."""
-
-
 def nan_log_density(path, positions, log_weights) -> np.ndarray:
     """Which particles sit where ``path``'s log density is NaN: bool, ``log_weights``' shape.
 
@@ -515,13 +509,9 @@ def nan_log_density(path, positions, log_weights) -> np.ndarray:
     dead = ~np.isfinite(log_w)
     if not dead.any() or "evaluate" not in getattr(path, "capabilities", ()):
         return nan
-    fn = _NAN_CHECKS.get(id(path))
-    if fn is None:  # compiled once per path (a repeated call on a model reuses it)
-        x = pt.matrix("x", dtype=path.dtype)
-        point = path.evaluate(x, gradients=False)
-        fn = _NAN_CHECKS[id(path)] = compile_one_off([x], [point.log_base, point.log_ratio])
-        weakref.finalize(path, _NAN_CHECKS.pop, id(path), None)
-    log_base, log_ratio = fn(
+    # compiled once per path (a repeated call on a model reuses it), as importance
+    # sampling's weights are
+    log_base, log_ratio = log_densities(path)(
         np.asarray(positions, dtype=path.dtype).reshape(-1, path.num_dims)[dead.ravel()])
     nan[dead] = np.isnan(log_base) | np.isnan(log_ratio)
     return nan
