@@ -175,3 +175,40 @@ def test_elsewhere_pytensor_vectorizes_a_scan_as_before():
     expected = [sum(v**k for k in range(5)) for v in values]  # 1 + a + ... + a^4
     for graph in (plain, batched):
         np.testing.assert_allclose(graph.eval({batch: values}), expected, rtol=1e-14)
+
+
+def _stacked_terms(nmax=40, k=(7, 3, 9)):
+    """posteriordb's Survey in small: an unknown population size summed out by a
+    ``pt.stack`` of one term per size, a constant where the size is impossible."""
+    with pm.Model() as model:
+        theta = pm.Uniform("theta", lower=0, upper=1)
+        parts = []
+        for n in range(1, nmax + 1):
+            if n < max(k):
+                parts.append(-1e10)
+                continue
+            terms = [pt.gammaln(n + 1) - pt.gammaln(ki + 1) - pt.gammaln(n - ki + 1)
+                     + ki * pt.log(theta) + (n - ki) * pt.log(1 - theta) for ki in k]
+            parts.append(np.log(1.0 / nmax) + pt.add(*terms))
+        pm.Potential("mixture", pm.math.logsumexp(pt.stack(parts)))
+    return model
+
+
+def test_a_stack_of_mixed_terms_is_batched_in_linear_size():
+    """A ``pt.stack`` of scalars, some batched and some constant, costs the batched graph a
+    number of nodes linear in its entries: PyTensor's own broadcasts each entry against
+    every other (n(n - 1) nodes; on posteriordb's Survey, 500 entries, the model's path was
+    never built). Its values are PyMC's, with the gradient compiled alongside as in the loop
+    (a stack built of ExpandDims let PyTensor lift them through ``log(1 - theta)``, shared
+    with the gradient, and ``stabilize`` no longer matched it: -1e10 where PyMC's is -763)."""
+    model = _stacked_terms()
+    one = len(list(apply_ancestors([model.datalogp])))
+    batched = len(list(apply_ancestors(_batched_graph(model))))
+    assert batched < 2 * one, (one, batched)
+    mp = model_path(model)
+    points = _points(mp, seed=5)
+    _, ref_like, ref_grad = _reference(model, mp, points)
+    with pytensor.config.change_flags(floatX="float64"):
+        _, like, grad = _ours(mp, points, "python")
+    _assert_same(like, ref_like, "a stack of mixed terms")
+    _assert_same(grad, ref_grad, "its gradient", at_least=True)
