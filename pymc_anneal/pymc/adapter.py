@@ -331,13 +331,18 @@ def _stabilized(graphs: list) -> list:
     ``pm.MvNormal(chol=L)`` computes ``cholesky(L @ L.T)``, which PyTensor's
     ``cholesky_ldotlt`` turns back into ``L`` where it knows ``L`` is lower triangular (a
     tag that vectorizing drops); left in, ``L @ L.T`` overflowed to ``inf`` (and the
-    log-likelihood to ``-inf``) where PyMC's is finite. The whole ``canonicalize`` and
+    log-likelihood to ``-inf``) where PyMC's is finite. An entry taken from a stack of
+    scalars (``pt.stack([sigmoid(a), 1 - sigmoid(a)])[1]``: posteriordb's hmm_example) is
+    the entry itself in PyMC's graph, so ``stabilize`` sees ``log(1 - sigmoid(a))`` and
+    makes it ``-softplus(a)``; batched, the stack is a join that no rewrite indexes
+    through (``-inf`` from ``a > 37`` where PyMC's is ``-a``). The whole ``canonicalize`` and
     ``stabilize`` sets cannot run here: they give the graph static shapes that
     ``vectorize_graph`` then refuses to broadcast; the compiled functions run them after."""
     from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
+    from pytensor.tensor.rewriting.subtensor_lift import local_subtensor_make_vector
 
     graph = FunctionGraph(outputs=list(graphs), clone=False)
-    in2out(cholesky_ldotlt).rewrite(graph)
+    in2out(cholesky_ldotlt, local_subtensor_make_vector).rewrite(graph)
     return list(graph.outputs)
 
 

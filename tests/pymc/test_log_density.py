@@ -106,9 +106,24 @@ def _underflowing_scale():
     return model
 
 
+def _stacked_entries():
+    """posteriordb's hmm_example, reduced: the two probabilities of a state stacked as a
+    vector and taken back by index, each entry's log a Jacobian-like Potential. PyMC's
+    graph indexes into the stack, so ``log(1 - sigmoid(a))`` is stabilized; the package's
+    batched stack was a join that nothing indexed through: ``-inf`` from ``a > 37``."""
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 100)
+        b = pm.Normal("b", 0, 3)
+        theta = pt.stack([pm.math.sigmoid(a), 1 - pm.math.sigmoid(a), pm.math.exp(b)])
+        pm.Potential("jacobian", pt.log(theta[0]) + pt.log(theta[1]))
+        pm.Poisson("y", theta[2], observed=[0, 2])
+    return model
+
+
 MODELS = {"logistic": _logistic, "counts": _counts, "positive": _positive,
           "bounded": _bounded, "heavy_tails_and_potential": _heavy_tails_and_potential,
-          "multivariate": _multivariate, "underflowing_scale": _underflowing_scale}
+          "multivariate": _multivariate, "underflowing_scale": _underflowing_scale,
+          "stacked_entries": _stacked_entries}
 
 
 def _points(mp, seed: int) -> np.ndarray:
@@ -237,7 +252,8 @@ def test_logistic_likelihood_is_finite_where_pymcs_is():
 
 @pytest.mark.parametrize("backend", ["jax", pytest.param("numba", marks=pytest.mark.slow),
                                      pytest.param("c", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("name", ["logistic", "positive", "heavy_tails_and_potential"])
+@pytest.mark.parametrize("name", ["logistic", "positive", "heavy_tails_and_potential",
+                                  "stacked_entries"])
 def test_compiled_functions_give_pymcs_log_density(name, backend):
     """The loop's backends compile the same graphs with their own rewrites."""
     if backend == "jax":
