@@ -325,25 +325,30 @@ def _checks_to_ninf(graphs: list) -> list:
 
 
 def _stabilized(graphs: list) -> list:
-    """The graphs with the rewrites that PyMC's compiled functions apply and that only
-    match the per-particle graph, applied *before* it is vectorized over particles.
+    """The graphs rewritten as PyMC rewrites a model's cost before it takes the gradient
+    (``rewrite_pregrad``: ``canonicalize`` and ``stabilize``), on the per-particle graph,
+    *before* it is vectorized over particles and differentiated, with two rewrites first
+    that only match the per-particle graph.
 
+    A term that the gradient shares (``1 - sigmoid(a)`` under a likelihood of several
+    observations) is no longer stabilized once the gradient is compiled beside it: PyMC's
+    ``log(1 - sigmoid(a))`` is ``-softplus(a)``, the unrewritten one ``-inf`` from ``a > 37``.
     ``pm.MvNormal(chol=L)`` computes ``cholesky(L @ L.T)``, which PyTensor's
     ``cholesky_ldotlt`` turns back into ``L`` where it knows ``L`` is lower triangular (a
     tag that vectorizing drops); left in, ``L @ L.T`` overflowed to ``inf`` (and the
     log-likelihood to ``-inf``) where PyMC's is finite. An entry taken from a stack of
     scalars (``pt.stack([sigmoid(a), 1 - sigmoid(a)])[1]``: posteriordb's hmm_example) is
-    the entry itself in PyMC's graph, so ``stabilize`` sees ``log(1 - sigmoid(a))`` and
-    makes it ``-softplus(a)``; batched, the stack is a join that no rewrite indexes
-    through (``-inf`` from ``a > 37`` where PyMC's is ``-a``). The whole ``canonicalize`` and
-    ``stabilize`` sets cannot run here: they give the graph static shapes that
-    ``vectorize_graph`` then refuses to broadcast; the compiled functions run them after."""
+    the entry itself in PyMC's graph, so ``stabilize`` sees ``log(1 - sigmoid(a))``;
+    batched, the stack is a join that no rewrite indexes through. The rewritten graph has
+    the static shapes of one particle's position: the caller batches it from a position
+    of static width (``specify_shape``), or ``vectorize_graph`` refuses to broadcast."""
+    from pymc.pytensorf import rewrite_pregrad
     from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
     from pytensor.tensor.rewriting.subtensor_lift import local_subtensor_make_vector
 
     graph = FunctionGraph(outputs=list(graphs), clone=False)
     in2out(cholesky_ldotlt, local_subtensor_make_vector).rewrite(graph)
-    return list(graph.outputs)
+    return list(rewrite_pregrad(list(graph.outputs)))
 
 
 def initial_point(model: pm.Model) -> dict[str, np.ndarray]:
@@ -402,6 +407,7 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
 
     def symbolic(position):
+        position = pt.specify_shape(position, (None, num_dims))  # see _stabilized
         with vectorized_scans():  # a scan in the model: one scan over the batch
             lp, ll = vectorize_graph([log_prior, log_lik], replace={flat: position})
         return lp, ll

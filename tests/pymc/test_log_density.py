@@ -124,8 +124,8 @@ def _shared_under_a_vector():
     """A scalar ``1 - sigmoid(a)`` that the gradient shares, under a likelihood of several
     observations: batched, the observations' axis was lifted down to it and ``stabilize``
     no longer made ``log(1 - sigmoid(a))`` a softplus once the gradient was compiled
-    beside it (``-inf`` from ``a > 37``); PyMC rewrites its cost before the gradient."""
-    # not in MODELS: a known defect (test_a_shared_term_under_a_vector_likelihood)
+    beside it (``-inf`` from ``a > 37``); PyMC rewrites its cost before the gradient, and
+    so does the package now (``adapter._stabilized``)."""
     with pm.Model() as model:
         a = pm.Normal("a", 0, 100)
         b = pm.Normal("b", 0, 3)
@@ -136,7 +136,7 @@ def _shared_under_a_vector():
 MODELS = {"logistic": _logistic, "counts": _counts, "positive": _positive,
           "bounded": _bounded, "heavy_tails_and_potential": _heavy_tails_and_potential,
           "multivariate": _multivariate, "underflowing_scale": _underflowing_scale,
-          "stacked_entries": _stacked_entries}
+          "stacked_entries": _stacked_entries, "shared_under_a_vector": _shared_under_a_vector}
 
 
 def _points(mp, seed: int) -> np.ndarray:
@@ -266,7 +266,7 @@ def test_logistic_likelihood_is_finite_where_pymcs_is():
 @pytest.mark.parametrize("backend", ["jax", pytest.param("numba", marks=pytest.mark.slow),
                                      pytest.param("c", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["logistic", "positive", "heavy_tails_and_potential",
-                                  "stacked_entries"])
+                                  "stacked_entries", "shared_under_a_vector"])
 def test_compiled_functions_give_pymcs_log_density(name, backend):
     """The loop's backends compile the same graphs with their own rewrites."""
     if backend == "jax":
@@ -274,11 +274,3 @@ def test_compiled_functions_give_pymcs_log_density(name, backend):
     with pytensor.config.change_flags(floatX="float64"):
         _check(name, backend)
 
-
-@pytest.mark.xfail(strict=True, reason="known defect: the package's graph is not rewritten "
-                   "before its gradient as PyMC's logp_dlogp_function's is (rewrite_pregrad "
-                   "on the batched graph fixed it; the fast suite then took 7:05 against "
-                   "4:28 in one run: not landed)")
-def test_a_shared_term_under_a_vector_likelihood():
-    """``-inf`` where PyMC's log-likelihood is finite (see ``_shared_under_a_vector``)."""
-    _check("shared_under_a_vector", "python", _shared_under_a_vector)
