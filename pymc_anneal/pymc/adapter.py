@@ -326,9 +326,15 @@ def _checks_to_ninf(graphs: list) -> list:
 
 def _stabilized(graphs: list) -> list:
     """The graphs rewritten as PyMC rewrites a model's cost before it takes the gradient
-    (``rewrite_pregrad``: ``canonicalize`` and ``stabilize``), on the per-particle graph,
-    *before* it is vectorized over particles and differentiated, with two rewrites first
-    that only match the per-particle graph.
+    (``rewrite_pregrad``: ``canonicalize`` and ``stabilize``), on the model's own graph
+    (its value variables the inputs, as in PyMC's), *before* it is joined, vectorized over
+    particles and differentiated, with two rewrites first that only match the per-particle
+    graph. Each graph (log prior, log-likelihood) is rewritten on its own, as PyMC's
+    ``compile_logp(vars=...)`` of that part: rewritten together, a term they share (the
+    prior's bounds check of a ``Uniform(0, 1)``'s ``sigmoid(x)``, its log-odds in the
+    likelihood: posteriordb's Mh) keeps an ``ExpandDims`` that stops ``logit(sigmoid(x))``
+    becoming ``x`` (``-inf`` from ``x > 37``, as PyMC's ``compile_logp()`` of the whole
+    model is).
 
     A term that the gradient shares (``1 - sigmoid(a)`` under a likelihood of several
     observations) is no longer stabilized once the gradient is compiled beside it: PyMC's
@@ -348,7 +354,9 @@ def _stabilized(graphs: list) -> list:
 
     graph = FunctionGraph(outputs=list(graphs), clone=False)
     in2out(cholesky_ldotlt, local_subtensor_make_vector).rewrite(graph)
-    return list(rewrite_pregrad(list(graph.outputs)))
+    # each graph on its own, as PyMC's compile_logp(vars=...) of that part
+    return [rewrite_pregrad(FunctionGraph(outputs=[g], clone=True, copy_inputs=False)
+                            ).outputs[0] for g in graph.outputs]
 
 
 def initial_point(model: pm.Model) -> dict[str, np.ndarray]:
@@ -401,9 +409,9 @@ def _value_shapes(model: pm.Model) -> dict[str, np.ndarray]:
 def _build(model: pm.Model, signature: tuple) -> ModelPath:
     initial_point = _value_shapes(model)
     (log_prior, log_lik), flat = join_nonshared_inputs(
-        initial_point, [model.varlogp, model.datalogp], model.value_vars
+        initial_point, _stabilized(_checks_to_ninf([model.varlogp, model.datalogp])),
+        model.value_vars
     )
-    log_prior, log_lik = _stabilized(_checks_to_ninf([log_prior, log_lik]))
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
 
     def symbolic(position):

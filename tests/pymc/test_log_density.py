@@ -133,10 +133,25 @@ def _shared_under_a_vector():
     return model
 
 
+def _logit_of_a_bounded_prior():
+    """posteriordb's Mh, reduced: the log-odds of a ``Uniform(0, 1)`` parameter in a
+    Binomial's ``logit_p``; the prior's bounds check shares ``sigmoid(x)`` with it. PyMC
+    simplifies ``logit(sigmoid(x))`` to ``x`` in its log-likelihood; rewritten together
+    with the log prior, the shared term kept an ``ExpandDims`` that stopped the
+    simplification: ``log(1 / 0)`` from ``x > 37``, the log-likelihood ``-inf`` (as PyMC's
+    own ``compile_logp()`` of the whole model is there)."""
+    with pm.Model() as model:
+        mean_p = pm.Uniform("mean_p", lower=0, upper=1)
+        e = pm.Normal("e", 0, 1, shape=4)
+        pm.Binomial("y", n=5, logit_p=pm.math.logit(mean_p) + e, observed=[5, 5, 4, 2])
+    return model
+
+
 MODELS = {"logistic": _logistic, "counts": _counts, "positive": _positive,
           "bounded": _bounded, "heavy_tails_and_potential": _heavy_tails_and_potential,
           "multivariate": _multivariate, "underflowing_scale": _underflowing_scale,
-          "stacked_entries": _stacked_entries, "shared_under_a_vector": _shared_under_a_vector}
+          "stacked_entries": _stacked_entries, "shared_under_a_vector": _shared_under_a_vector,
+          "logit_of_a_bounded_prior": _logit_of_a_bounded_prior}
 
 
 def _points(mp, seed: int) -> np.ndarray:
@@ -266,7 +281,8 @@ def test_logistic_likelihood_is_finite_where_pymcs_is():
 @pytest.mark.parametrize("backend", ["jax", pytest.param("numba", marks=pytest.mark.slow),
                                      pytest.param("c", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["logistic", "positive", "heavy_tails_and_potential",
-                                  "stacked_entries", "shared_under_a_vector"])
+                                  "stacked_entries", "shared_under_a_vector",
+                                  "logit_of_a_bounded_prior"])
 def test_compiled_functions_give_pymcs_log_density(name, backend):
     """The loop's backends compile the same graphs with their own rewrites."""
     if backend == "jax":
