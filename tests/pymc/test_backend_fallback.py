@@ -130,9 +130,9 @@ MASK_C = np.float64(-1.7)  # log density of the mixture's component that ignores
 def masked_mixture_model(data: bool = True) -> pm.Model:
     """Mh's likelihood in small: terms picked by a boolean mask (a length known only when
     the graph runs where the mask is ``pm.Data``; with ``data=False`` a constant, which the
-    rewrites fold into a constant length before the graph is batched, as in PyMC's), then ``full_like`` of them (an ``Alloc`` of that length) in a
-    ``logsumexp``: ``p(y_i | x_i) = (N(y_i; x_i, s) + e^c) / 2`` for the masked i,
-    ``x_i ~ N(m0, tau)``."""
+    rewrites fold into a constant length before the graph is batched, as in PyMC's), then
+    ``full_like`` of them (an ``Alloc`` of that length) in a ``logsumexp``:
+    ``p(y_i | x_i) = (N(y_i; x_i, s) + e^c) / 2`` for the masked i, ``x_i ~ N(m0, tau)``."""
     with pm.Model() as model:
         mask = pm.Data("mask", MASK) if data else MASK
         x = pm.Normal("x", np.float64(MASK_M0), np.float64(MASK_TAU), shape=MASK_Y.size)
@@ -161,7 +161,7 @@ def test_shape_computed_in_graph_falls_back_from_jax():
 
 @needs_jax
 def test_a_length_known_from_constants_runs_on_jax():
-    """Mh's case: its mask is a constant, so the length is one (PyMC's rewrites, which the
+    """Mh's case: its mask is a constant, so the length is too (PyMC's rewrites, which the
     package runs before batching, fold it): JAX compiles it, no fallback."""
     idata = pa.sample_ais(model=masked_mixture_model(data=False), random_seed=3902,
                           **METROPOLIS)
