@@ -558,11 +558,12 @@ def jax_mode():
     a warning each (XLA checks shapes itself at trace time), and lengths computed from
     shapes kept static (:func:`_shapes_are_not_negative`): after every other rewrite (the
     switches appear as late as "specialize"), before the JAX-specific ones (position 100)
-    that turn shape arguments into static tuples."""
+    that turn shape arguments into static tuples; and a batched split's sizes unbatched
+    (:func:`_split_sizes_unbatched`)."""
     from pytensor.compile.mode import get_mode
 
     mode = get_mode(BACKENDS["jax"]).including("local_remove_all_assert")
-    return mode.register((_shapes_are_not_negative(), 99))
+    return mode.register((_shapes_are_not_negative(), 99), (_split_sizes_unbatched(), 99.5))
 
 
 def _jax_loop(rng, sequences, carries, constants, step_outputs,
@@ -724,6 +725,46 @@ def _log_placement(array) -> None:
     if (array.shape, devices) not in _PLACEMENTS:
         _PLACEMENTS.add((array.shape, devices))
         _LOG.debug("JAX loop: %d particles on %d device(s)", array.shape[0], devices)
+
+
+def _split_sizes_unbatched():
+    """A rewrite that takes the batch axes off a batched ``Split``'s sizes where they are
+    of length 1 (the same sizes for every batch), and makes the sizes a constant where they
+    are one.
+
+    The gradient of a join batched over particles as a ``Blockwise`` (a particle's values
+    beside a constant: the ``Dirichlet``'s simplex transform joins them, and its log density
+    rewritten as PyMC's takes their ``logsumexp``) is a ``Blockwise`` ``Split`` whose sizes
+    have batch axes of length 1. JAX vectorizes the split over them too, and its sizes
+    become traced arrays, which ``jnp.split`` refuses ("Abstract tracer value encountered
+    where concrete value is expected")."""
+    import pytensor.tensor as pt
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.rewriting.basic import in2out, node_rewriter
+    from pytensor.tensor.basic import Split
+    from pytensor.tensor.blockwise import Blockwise
+
+    @node_rewriter([Blockwise])
+    def split_sizes_unbatched(fgraph, node):
+        if not isinstance(node.op.core_op, Split):
+            return None
+        x, sizes = node.inputs
+        extra = sizes.type.ndim - 1
+        if not all(sizes.type.broadcastable[:extra]):
+            return None
+        if isinstance(sizes, Constant):
+            sizes = pt.constant(np.asarray(sizes.data)[(0,) * extra], dtype=sizes.dtype)
+        else:
+            sizes = sizes[(0,) * extra]
+        batch_ndim = node.op.batch_ndim(node)
+        x = pt.shape_padleft(x, batch_ndim + len(node.op.inputs_sig[0]) - x.type.ndim)
+        core = node.op.core_op
+        new = Split(core.len_splits, core.axis + batch_ndim)(x, sizes, return_list=True)
+        if not all(o.type.is_super(n.type) for o, n in zip(node.outputs, new)):
+            return None
+        return new
+
+    return in2out(split_sizes_unbatched)
 
 
 def _shapes_are_not_negative():

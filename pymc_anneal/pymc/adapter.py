@@ -325,25 +325,38 @@ def _checks_to_ninf(graphs: list) -> list:
 
 
 def _stabilized(graphs: list) -> list:
-    """The graphs with the rewrites that PyMC's compiled functions apply and that only
-    match the per-particle graph, applied *before* it is vectorized over particles.
+    """The graphs rewritten as PyMC rewrites a model's cost before it takes the gradient
+    (``rewrite_pregrad``: ``canonicalize`` and ``stabilize``), on the model's own graph
+    (its value variables the inputs, as in PyMC's), *before* it is joined, vectorized over
+    particles and differentiated, with two rewrites first that only match the per-particle
+    graph. Each graph (log prior, log-likelihood) is rewritten on its own, as PyMC's
+    ``compile_logp(vars=...)`` of that part: rewritten together, a term they share (the
+    prior's bounds check of a ``Uniform(0, 1)``'s ``sigmoid(x)``, its log-odds in the
+    likelihood: posteriordb's Mh) keeps an ``ExpandDims`` that stops ``logit(sigmoid(x))``
+    becoming ``x`` (``-inf`` from ``x > 37``, as PyMC's ``compile_logp()`` of the whole
+    model is).
 
+    A term that the gradient shares (``1 - sigmoid(a)`` under a likelihood of several
+    observations) is no longer stabilized once the gradient is compiled beside it: PyMC's
+    ``log(1 - sigmoid(a))`` is ``-softplus(a)``, the unrewritten one ``-inf`` from ``a > 37``.
     ``pm.MvNormal(chol=L)`` computes ``cholesky(L @ L.T)``, which PyTensor's
     ``cholesky_ldotlt`` turns back into ``L`` where it knows ``L`` is lower triangular (a
     tag that vectorizing drops); left in, ``L @ L.T`` overflowed to ``inf`` (and the
     log-likelihood to ``-inf``) where PyMC's is finite. An entry taken from a stack of
     scalars (``pt.stack([sigmoid(a), 1 - sigmoid(a)])[1]``: posteriordb's hmm_example) is
-    the entry itself in PyMC's graph, so ``stabilize`` sees ``log(1 - sigmoid(a))`` and
-    makes it ``-softplus(a)``; batched, the stack is a join that no rewrite indexes
-    through (``-inf`` from ``a > 37`` where PyMC's is ``-a``). The whole ``canonicalize`` and
-    ``stabilize`` sets cannot run here: they give the graph static shapes that
-    ``vectorize_graph`` then refuses to broadcast; the compiled functions run them after."""
+    the entry itself in PyMC's graph, so ``stabilize`` sees ``log(1 - sigmoid(a))``;
+    batched, the stack is a join that no rewrite indexes through. The rewritten graph has
+    the static shapes of one particle's values: the caller batches it from columns of
+    static width (:func:`_batched_values`), or ``vectorize_graph`` refuses to broadcast."""
+    from pymc.pytensorf import rewrite_pregrad
     from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
     from pytensor.tensor.rewriting.subtensor_lift import local_subtensor_make_vector
 
     graph = FunctionGraph(outputs=list(graphs), clone=False)
     in2out(cholesky_ldotlt, local_subtensor_make_vector).rewrite(graph)
-    return list(graph.outputs)
+    # each graph on its own, as PyMC's compile_logp(vars=...) of that part
+    return [rewrite_pregrad(FunctionGraph(outputs=[g], clone=True, copy_inputs=False)
+                            ).outputs[0] for g in graph.outputs]
 
 
 def initial_point(model: pm.Model) -> dict[str, np.ndarray]:
@@ -393,17 +406,36 @@ def _value_shapes(model: pm.Model) -> dict[str, np.ndarray]:
             for v, shape in zip(model.value_vars, shapes)}
 
 
+def _batched_values(model: pm.Model, initial_point: dict, position) -> dict:
+    """Each value variable of ``model`` as its columns of the particles' ``position``
+    (``(num_particles, num_dims)``, the value variables raveled and joined in order, as
+    PyMC's ``join_nonshared_inputs``), reshaped with the variable's shape as constants.
+    Batched from a joined vector instead, the reshape's target is a vector whose entries no
+    rewrite folds (``vectorize_graph`` indexes it), so a gradient that splits a join of
+    those variables (the rewritten log density of a ``Dirichlet``) has sizes that JAX
+    cannot trace."""
+    replace, start = {}, 0
+    for v in model.value_vars:
+        shape = tuple(int(n) for n in np.shape(initial_point[v.name]))
+        size = int(np.prod(shape, dtype=int))
+        columns = position[:, start] if shape == () else position[:, start:start + size]
+        if len(shape) > 1:
+            columns = columns.reshape((-1, *shape))
+        replace[v] = columns.astype(v.dtype)
+        start += size
+    return replace
+
+
 def _build(model: pm.Model, signature: tuple) -> ModelPath:
     initial_point = _value_shapes(model)
-    (log_prior, log_lik), flat = join_nonshared_inputs(
-        initial_point, [model.varlogp, model.datalogp], model.value_vars
-    )
-    log_prior, log_lik = _stabilized(_checks_to_ninf([log_prior, log_lik]))
+    log_prior, log_lik = _stabilized(_checks_to_ninf([model.varlogp, model.datalogp]))
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
 
     def symbolic(position):
+        position = pt.specify_shape(position, (None, num_dims))  # see _stabilized
         with vectorized_scans():  # a scan in the model: one scan over the batch
-            lp, ll = vectorize_graph([log_prior, log_lik], replace={flat: position})
+            lp, ll = vectorize_graph([log_prior, log_lik],
+                                     replace=_batched_values(model, initial_point, position))
         return lp, ll
 
     compiled = _CompiledDensities(symbolic)

@@ -127,15 +127,17 @@ MASK_S, MASK_M0, MASK_TAU = 0.9, 0.3, 1.2
 MASK_C = np.float64(-1.7)  # log density of the mixture's component that ignores x
 
 
-def masked_mixture_model() -> pm.Model:
+def masked_mixture_model(data: bool = True) -> pm.Model:
     """Mh's likelihood in small: terms picked by a boolean mask (a length known only when
-    the graph runs), then ``full_like`` of them (an ``Alloc`` of that length) in a
-    ``logsumexp``: ``p(y_i | x_i) = (N(y_i; x_i, s) + e^c) / 2`` for the masked i,
-    ``x_i ~ N(m0, tau)``."""
+    the graph runs where the mask is ``pm.Data``; with ``data=False`` a constant, which the
+    rewrites fold into a constant length before the graph is batched, as in PyMC's), then
+    ``full_like`` of them (an ``Alloc`` of that length) in a ``logsumexp``:
+    ``p(y_i | x_i) = (N(y_i; x_i, s) + e^c) / 2`` for the masked i, ``x_i ~ N(m0, tau)``."""
     with pm.Model() as model:
+        mask = pm.Data("mask", MASK) if data else MASK
         x = pm.Normal("x", np.float64(MASK_M0), np.float64(MASK_TAU), shape=MASK_Y.size)
         half = np.float64(np.log(0.5))
-        terms = (half + pm.logp(pm.Normal.dist(x, np.float64(MASK_S)), MASK_Y))[MASK]
+        terms = (half + pm.logp(pm.Normal.dist(x, np.float64(MASK_S)), MASK_Y))[mask]
         other = pt.full_like(terms, half + MASK_C)
         pm.Potential("log_likelihood",
                      pt.sum(pm.math.logsumexp(pt.stack([terms, other]), axis=0)))
@@ -154,6 +156,16 @@ def test_shape_computed_in_graph_falls_back_from_jax():
     assert idata.attrs["backend"] == "numba"
     fallback = idata.attrs["backend_fallback"]
     assert fallback.startswith("jax -> numba: the op ") and "computed inside the graph" in fallback
+    _within(idata, masked_mixture_log_evidence())
+
+
+@needs_jax
+def test_a_length_known_from_constants_runs_on_jax():
+    """Mh's case: its mask is a constant, so the length is too (PyMC's rewrites, which the
+    package runs before batching, fold it): JAX compiles it, no fallback."""
+    idata = pa.sample_ais(model=masked_mixture_model(data=False), random_seed=3902,
+                          **METROPOLIS)
+    assert idata.attrs["backend"] == "jax" and "backend_fallback" not in idata.attrs
     _within(idata, masked_mixture_log_evidence())
 
 

@@ -124,8 +124,8 @@ def _shared_under_a_vector():
     """A scalar ``1 - sigmoid(a)`` that the gradient shares, under a likelihood of several
     observations: batched, the observations' axis was lifted down to it and ``stabilize``
     no longer made ``log(1 - sigmoid(a))`` a softplus once the gradient was compiled
-    beside it (``-inf`` from ``a > 37``); PyMC rewrites its cost before the gradient."""
-    # not in MODELS: a known defect (test_known_defects)
+    beside it (``-inf`` from ``a > 37``); PyMC rewrites its cost before the gradient, and
+    so does the package now (``adapter._stabilized``)."""
     with pm.Model() as model:
         a = pm.Normal("a", 0, 100)
         b = pm.Normal("b", 0, 3)
@@ -140,7 +140,6 @@ def _logit_of_a_bounded_prior():
     with the log prior, the shared term kept an ``ExpandDims`` that stopped the
     simplification: ``log(1 / 0)`` from ``x > 37``, the log-likelihood ``-inf`` (as PyMC's
     own ``compile_logp()`` of the whole model is there)."""
-    # not in MODELS: a known defect (test_known_defects)
     with pm.Model() as model:
         mean_p = pm.Uniform("mean_p", lower=0, upper=1)
         e = pm.Normal("e", 0, 1, shape=4)
@@ -148,10 +147,22 @@ def _logit_of_a_bounded_prior():
     return model
 
 
+def _simplex():
+    """The calibration's Dirichlet-multinomial: rewritten, the log density of a
+    ``Dirichlet``'s simplex transform takes the ``logsumexp`` of a join of a particle's
+    values and a constant, which ``vectorize_graph`` batched as a ``Blockwise``: its
+    gradient split the particles' gradient with batched sizes, which JAX cannot trace."""
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(3))
+        pm.Multinomial("c", n=10, p=w, observed=[3, 5, 2])
+    return model
+
+
 MODELS = {"logistic": _logistic, "counts": _counts, "positive": _positive,
           "bounded": _bounded, "heavy_tails_and_potential": _heavy_tails_and_potential,
           "multivariate": _multivariate, "underflowing_scale": _underflowing_scale,
-          "stacked_entries": _stacked_entries}
+          "stacked_entries": _stacked_entries, "shared_under_a_vector": _shared_under_a_vector,
+          "logit_of_a_bounded_prior": _logit_of_a_bounded_prior, "simplex": _simplex}
 
 
 def _points(mp, seed: int) -> np.ndarray:
@@ -281,7 +292,8 @@ def test_logistic_likelihood_is_finite_where_pymcs_is():
 @pytest.mark.parametrize("backend", ["jax", pytest.param("numba", marks=pytest.mark.slow),
                                      pytest.param("c", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["logistic", "positive", "heavy_tails_and_potential",
-                                  "stacked_entries"])
+                                  "stacked_entries", "shared_under_a_vector",
+                                  "logit_of_a_bounded_prior", "simplex"])
 def test_compiled_functions_give_pymcs_log_density(name, backend):
     """The loop's backends compile the same graphs with their own rewrites."""
     if backend == "jax":
@@ -289,19 +301,3 @@ def test_compiled_functions_give_pymcs_log_density(name, backend):
     with pytensor.config.change_flags(floatX="float64"):
         _check(name, backend)
 
-
-@pytest.mark.xfail(strict=True, reason="known defects: the package's graph is not rewritten "
-                   "before its gradient as PyMC's is (rewrite_pregrad on each part, before "
-                   "the join, fixed both and posteriordb's Mh; it made the gradient of the "
-                   "Dirichlet's simplex transform a Split that JAX cannot trace: reverted)",
-                   raises=AssertionError)
-@pytest.mark.parametrize("name,build", [
-    pytest.param("shared_under_a_vector", _shared_under_a_vector, id="shared_under_a_vector"),
-    pytest.param("logit_of_a_bounded_prior", _logit_of_a_bounded_prior,
-                 id="logit_of_a_bounded_prior")])
-def test_known_defects(name, build):
-    """``-inf`` where PyMC's log-likelihood is finite (see each model's docstring): the
-    log-likelihood's finiteness check is what fails, nothing else (``raises``)."""
-    with pytest.raises(AssertionError, match=r"log-likelihood \(python\): finite at"):
-        _check(name, "python", build)
-    raise AssertionError("the defect is still there")
