@@ -354,9 +354,83 @@ def _stabilized(graphs: list) -> list:
 
     graph = FunctionGraph(outputs=list(graphs), clone=False)
     in2out(cholesky_ldotlt, local_subtensor_make_vector).rewrite(graph)
-    # each graph on its own, as PyMC's compile_logp(vars=...) of that part
-    return [rewrite_pregrad(FunctionGraph(outputs=[g], clone=True, copy_inputs=False)
-                            ).outputs[0] for g in graph.outputs]
+    out = []
+    for g in graph.outputs:  # each on its own, as PyMC's compile_logp(vars=...) of that part
+        part = rewrite_pregrad(FunctionGraph(outputs=[g], clone=True, copy_inputs=False))
+        in2out(_log_sigmoid_through_dimshuffle()).rewrite(part)
+        out.append(part.outputs[0])
+    return out
+
+
+def _log_sigmoid_through_dimshuffle():
+    """A rewrite that gives ``log(sigmoid(x))``, ``log(1 - sigmoid(x))`` and
+    ``log1p(-sigmoid(x))`` the gradient of their softplus form where a ``DimShuffle``
+    stands between the log and the sigmoid, their value unchanged.
+
+    ``stabilize``'s patterns do not look through a ``DimShuffle``, and PyTensor lifts one
+    below an elementwise op only where that op has no other client: a ``sigmoid(x)`` that
+    the model uses twice (a ``Uniform(0, 1)``'s bounds check, and ``log1p(-omega)``
+    expanded to a vector: posteriordb's Mh) keeps its ``ExpandDims`` above it, in PyMC's
+    rewritten graph as in ours, so the value is ``-inf`` from ``x > 37`` in both. PyMC's
+    gradient, compiled one point at a time, cancels ``s (1 - s) / (1 - s)`` to ``s``;
+    batched, it was ``0 / 0``: NaN where PyMC's is finite (Mh at 8 of 64 wide points).
+    The value stays PyMC's to the last bit (the softplus form is more accurate for
+    ``x > 30``, and would differ from PyMC's by up to 1e-4 there): it is
+    ``f(zero_grad(u)) + (g - zero_grad(g))``, ``f(u)`` the term as written and ``g`` its
+    softplus form, whose gradient is ``g``'s and whose ``g - g`` is exactly 0 (``g`` is
+    finite wherever ``x`` is)."""
+    from pytensor.gradient import zero_grad
+    from pytensor.graph.rewriting.basic import node_rewriter
+    from pytensor.scalar import basic as ps
+    from pytensor.scalar.math import Sigmoid
+    from pytensor.tensor.elemwise import DimShuffle, Elemwise
+    from pytensor.tensor.exceptions import NotScalarConstantError
+    from pytensor.tensor.math import softplus
+
+    def scalar_op(v, kind):
+        owner = v.owner
+        return (owner is not None and isinstance(owner.op, Elemwise)
+                and isinstance(owner.op.scalar_op, kind))
+
+    def shuffled_sigmoid(v):
+        """``DimShuffle(sigmoid(x))`` as ``DimShuffle(x)``, else None."""
+        if v.owner is None or not isinstance(v.owner.op, DimShuffle):
+            return None
+        inner = v.owner.inputs[0]
+        if not scalar_op(inner, Sigmoid):
+            return None
+        return v.owner.op(inner.owner.inputs[0])
+
+    def is_one(v):
+        try:
+            return pt.get_underlying_scalar_constant_value(v) == 1
+        except NotScalarConstantError:
+            return False
+
+    def with_gradient_of(node, stable):
+        value = node.op(zero_grad(node.inputs[0]))  # the term as written, no gradient
+        return [value + (stable - zero_grad(stable))]
+
+    @node_rewriter([Elemwise])
+    def log_sigmoid(fgraph, node):
+        if len(node.inputs) != 1:
+            return None
+        [arg] = node.inputs
+        if isinstance(node.op.scalar_op, ps.Log):
+            x = shuffled_sigmoid(arg)
+            if x is not None:  # log(sigmoid(x)) = -softplus(-x)
+                return with_gradient_of(node, -softplus(-x))
+            if scalar_op(arg, ps.Sub) and is_one(arg.owner.inputs[0]):
+                x = shuffled_sigmoid(arg.owner.inputs[1])
+                if x is not None:  # log(1 - sigmoid(x)) = -softplus(x)
+                    return with_gradient_of(node, pt.second(arg, -softplus(x)))
+        if isinstance(node.op.scalar_op, ps.Log1p) and scalar_op(arg, ps.Neg):
+            x = shuffled_sigmoid(arg.owner.inputs[0])
+            if x is not None:  # log1p(-sigmoid(x)) = -softplus(x)
+                return with_gradient_of(node, -softplus(x))
+        return None
+
+    return log_sigmoid
 
 
 def initial_point(model: pm.Model) -> dict[str, np.ndarray]:

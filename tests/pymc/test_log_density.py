@@ -147,6 +147,24 @@ def _logit_of_a_bounded_prior():
     return model
 
 
+def _unseen_individuals():
+    """posteriordb's Mh, reduced further: the individuals never caught, each either absent
+    (``log1p(-omega)``, expanded to their number) or present and missed, in a
+    ``logsumexp``; ``omega``'s ``sigmoid`` is shared with its bounds check, so an
+    ``ExpandDims`` stays above it and ``log1p(-omega)`` is ``-inf`` from
+    ``omega_interval__ > 37``, in PyMC's graph as in ours. PyMC's gradient is finite there
+    (its per-point rewrites cancel ``s (1 - s) / (1 - s)``); batched, it was NaN."""
+    with pm.Model() as model:
+        omega = pm.Uniform("omega", 0, 1)
+        p = pm.Uniform("p", 0, 1)
+        none_caught = pm.logp(pm.Binomial.dist(n=5, p=p), np.zeros(3, dtype=int))
+        terms = pt.stack([pt.log(omega) + none_caught,
+                          pt.full_like(none_caught, pt.log1p(-omega))])
+        pm.Potential("unseen", pm.math.logsumexp(terms, axis=0).sum())
+        pm.Binomial("seen", n=5, p=p * omega, observed=[2, 3, 1])
+    return model
+
+
 def _simplex():
     """The calibration's Dirichlet-multinomial: rewritten, the log density of a
     ``Dirichlet``'s simplex transform takes the ``logsumexp`` of a join of a particle's
@@ -162,7 +180,8 @@ MODELS = {"logistic": _logistic, "counts": _counts, "positive": _positive,
           "bounded": _bounded, "heavy_tails_and_potential": _heavy_tails_and_potential,
           "multivariate": _multivariate, "underflowing_scale": _underflowing_scale,
           "stacked_entries": _stacked_entries, "shared_under_a_vector": _shared_under_a_vector,
-          "logit_of_a_bounded_prior": _logit_of_a_bounded_prior, "simplex": _simplex}
+          "logit_of_a_bounded_prior": _logit_of_a_bounded_prior, "simplex": _simplex,
+          "unseen_individuals": _unseen_individuals}
 
 
 def _points(mp, seed: int) -> np.ndarray:
@@ -293,7 +312,8 @@ def test_logistic_likelihood_is_finite_where_pymcs_is():
                                      pytest.param("c", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["logistic", "positive", "heavy_tails_and_potential",
                                   "stacked_entries", "shared_under_a_vector",
-                                  "logit_of_a_bounded_prior", "simplex"])
+                                  "logit_of_a_bounded_prior", "simplex",
+                                  "unseen_individuals"])
 def test_compiled_functions_give_pymcs_log_density(name, backend):
     """The loop's backends compile the same graphs with their own rewrites."""
     if backend == "jax":
