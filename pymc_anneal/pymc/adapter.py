@@ -480,8 +480,8 @@ def _value_shapes(model: pm.Model) -> dict[str, np.ndarray]:
             for v, shape in zip(model.value_vars, shapes)}
 
 
-def _batched_values(model: pm.Model, initial_point: dict, position) -> dict:
-    """Each value variable of ``model`` as its columns of the particles' ``position``
+def _batched_values(value_vars: list, initial_point: dict, position) -> dict:
+    """Each of a model's ``value_vars`` as its columns of the particles' ``position``
     (``(num_particles, num_dims)``, the value variables raveled and joined in order, as
     PyMC's ``join_nonshared_inputs``), reshaped with the variable's shape as constants.
     Batched from a joined vector instead, the reshape's target is a vector whose entries no
@@ -489,7 +489,7 @@ def _batched_values(model: pm.Model, initial_point: dict, position) -> dict:
     those variables (the rewritten log density of a ``Dirichlet``) has sizes that JAX
     cannot trace."""
     replace, start = {}, 0
-    for v in model.value_vars:
+    for v in value_vars:
         shape = tuple(int(n) for n in np.shape(initial_point[v.name]))
         size = int(np.prod(shape, dtype=int))
         columns = position[:, start] if shape == () else position[:, start:start + size]
@@ -504,12 +504,15 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     initial_point = _value_shapes(model)
     log_prior, log_lik = _stabilized(_checks_to_ninf([model.varlogp, model.datalogp]))
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
+    # not the model: a WeakKeyDictionary (_CACHE) value must not hold its key
+    value_vars = list(model.value_vars)
 
     def symbolic(position):
         position = pt.specify_shape(position, (None, num_dims))  # see _stabilized
         with vectorized_scans():  # a scan in the model: one scan over the batch
             lp, ll = vectorize_graph([log_prior, log_lik],
-                                     replace=_batched_values(model, initial_point, position))
+                                     replace=_batched_values(value_vars, initial_point,
+                                                             position))
         return lp, ll
 
     compiled = _CompiledDensities(symbolic)
