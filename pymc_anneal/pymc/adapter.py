@@ -354,10 +354,10 @@ def _stabilized(graphs: list) -> list:
 
     graph = FunctionGraph(outputs=list(graphs), clone=False)
     in2out(cholesky_ldotlt, local_subtensor_make_vector).rewrite(graph)
-    out = []
+    out, log_sigmoid = [], in2out(_log_sigmoid_through_dimshuffle())
     for g in graph.outputs:  # each on its own, as PyMC's compile_logp(vars=...) of that part
         part = rewrite_pregrad(FunctionGraph(outputs=[g], clone=True, copy_inputs=False))
-        in2out(_log_sigmoid_through_dimshuffle()).rewrite(part)
+        log_sigmoid.rewrite(part)
         out.append(part.outputs[0])
     return out
 
@@ -480,23 +480,20 @@ def _value_shapes(model: pm.Model) -> dict[str, np.ndarray]:
             for v, shape in zip(model.value_vars, shapes)}
 
 
-def _batched_values(value_vars: list, initial_point: dict, position) -> dict:
+def _batched_values(value_vars: list, slices: list, position) -> dict:
     """Each of a model's ``value_vars`` as its columns of the particles' ``position``
-    (``(num_particles, num_dims)``, the value variables raveled and joined in order, as
-    PyMC's ``join_nonshared_inputs``), reshaped with the variable's shape as constants.
-    Batched from a joined vector instead, the reshape's target is a vector whose entries no
-    rewrite folds (``vectorize_graph`` indexes it), so a gradient that splits a join of
-    those variables (the rewritten log density of a ``Dirichlet``) has sizes that JAX
-    cannot trace."""
-    replace, start = {}, 0
-    for v in value_vars:
-        shape = tuple(int(n) for n in np.shape(initial_point[v.name]))
-        size = int(np.prod(shape, dtype=int))
-        columns = position[:, start] if shape == () else position[:, start:start + size]
+    (``(num_particles, num_dims)``; ``slices``: each variable's ``(name, columns, shape)``,
+    raveled and joined in order, as PyMC's ``join_nonshared_inputs``), reshaped with the
+    variable's shape as constants. Batched from a joined vector instead, the reshape's
+    target is a vector whose entries no rewrite folds (``vectorize_graph`` indexes it), so
+    a gradient that splits a join of those variables (the rewritten log density of a
+    ``Dirichlet``) has sizes that JAX cannot trace."""
+    replace = {}
+    for v, (_, columns, shape) in zip(value_vars, slices):
+        batched = position[:, columns.start] if shape == () else position[:, columns]
         if len(shape) > 1:
-            columns = columns.reshape((-1, *shape))
-        replace[v] = columns.astype(v.dtype)
-        start += size
+            batched = batched.reshape((-1, *shape))
+        replace[v] = batched.astype(v.dtype)
     return replace
 
 
@@ -504,6 +501,12 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     initial_point = _value_shapes(model)
     log_prior, log_lik = _stabilized(_checks_to_ninf([model.varlogp, model.datalogp]))
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
+    slices, start = [], 0
+    for v in model.value_vars:
+        shape = tuple(int(n) for n in np.shape(initial_point[v.name]))
+        size = int(np.prod(shape, dtype=int))
+        slices.append((v.name, slice(start, start + size), shape))
+        start += size
     # not the model: a WeakKeyDictionary (_CACHE) value must not hold its key
     value_vars = list(model.value_vars)
 
@@ -511,8 +514,7 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
         position = pt.specify_shape(position, (None, num_dims))  # see _stabilized
         with vectorized_scans():  # a scan in the model: one scan over the batch
             lp, ll = vectorize_graph([log_prior, log_lik],
-                                     replace=_batched_values(value_vars, initial_point,
-                                                             position))
+                                     replace=_batched_values(value_vars, slices, position))
         return lp, ll
 
     compiled = _CompiledDensities(symbolic)
@@ -525,13 +527,6 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
         return lp, ll
 
     sample_base = _prior_sampler(model, [True] * len(model.free_RVs), num_dims)
-    slices, start = [], 0
-    for v in model.value_vars:
-        shape = tuple(np.shape(initial_point[v.name]))
-        size = int(np.prod(shape, dtype=int))
-        slices.append((v.name, slice(start, start + size), shape))
-        start += size
-
     rvs = list(model.free_RVs) + list(model.deterministics)
     names = tuple(rv.name for rv in rvs)
     value_graphs = model.replace_rvs_by_values(rvs)
