@@ -97,6 +97,8 @@ def test_a_poor_fit_fails_the_check_and_the_run_anneals(monkeypatch):
         return [(v, m + 3.0 * np.sqrt(np.diag(c)), c / 4.0) for v, m, c in modes], info
 
     monkeypatch.setattr(laplace, "fit_modes", poor)
+    # and kept poor: the mean-field fit that would replace it (variational_modes) left out
+    monkeypatch.setattr(laplace, "variational_modes", lambda path, modes, rng: (modes, 0))
     idata = pa.sample_ais(model=target.build(), random_seed=3, **KW)
     assert idata.attrs["kernel"] != importance.KERNEL, dict(idata.attrs)
     assert idata.attrs["num_steps"] >= 20

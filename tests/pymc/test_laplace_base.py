@@ -22,7 +22,7 @@ from scipy import integrate, special, stats
 
 import pymc_anneal as pa
 from pymc_anneal.exceptions import AnnealingError
-from pymc_anneal.pymc import bases, laplace
+from pymc_anneal.pymc import adapter, bases, laplace
 from tests import analytic
 from tests.pymc.test_sampling_auto_base import _bimodal
 
@@ -150,6 +150,8 @@ def test_a_poor_fit_costs_variance_not_bias(monkeypatch):
         return [(v, m + 3.0 * np.sqrt(np.diag(c)), c / 4.0) for v, m, c in modes], info
 
     monkeypatch.setattr(laplace, "fit_modes", poor)
+    # and kept poor: the mean-field fit that would replace it (variational_modes) left out
+    monkeypatch.setattr(laplace, "variational_modes", lambda path, modes, rng: (modes, 0))
     idata = pa.sample_ais(model=target.build(), base="laplace", num_steps=100, draws=500,
                           chains=2, random_seed=7, progressbar=False)
     _within(idata, target.log_evidence)
@@ -738,3 +740,61 @@ def test_a_long_path_without_a_gradient_runs_from_the_prior():
     assert idata.attrs["kernel"] == "metropolis" and idata.attrs["base"] == "prior"
     assert "the optimizer needs the log density's gradient" in idata.attrs["laplace_reason"]
     _within(idata, exact)
+
+
+def _hierarchical(y, sigma_scale=1.0):
+    """``z_j ~ N(0, 1)``, ``sigma ~ HalfNormal(sigma_scale)``, ``y_j ~ N(sigma z_j, 1)``: the
+    non-centered hierarchical normal. Its joint mode is at a larger sigma than its mass
+    (the z's lose volume as sigma grows: radon's trap), and its evidence is a 1-d integral,
+    ``y_j ~ N(0, 1 + sigma^2)`` given sigma."""
+    with pm.Model() as model:
+        sigma = pm.HalfNormal("sigma", sigma_scale)
+        z = pm.Normal("z", 0.0, 1.0, shape=len(y))
+        pm.Normal("y", sigma * z, 1.0, observed=y)
+
+    def integrand(s):
+        return np.exp(stats.halfnorm.logpdf(s, scale=sigma_scale)
+                      + stats.norm.logpdf(y, scale=np.sqrt(1 + s * s)).sum())
+
+    total, _ = integrate.quad(integrand, 0.0, np.inf, epsabs=0, epsrel=1e-12, limit=200)
+    return model, float(np.log(total))
+
+
+@pytest.mark.parametrize("num_groups, spread, seed", [(40, 0.3, 11), (60, 0.5, 12)])
+def test_a_mode_away_from_the_mass_gets_the_variational_fit(num_groups, spread, seed):
+    """Where the joint mode is not where the posterior's mass is (a non-centered
+    hierarchical model), the mean-field fit from it (``variational_modes``) replaces its
+    Laplace Gaussian: its ELBO is higher and its log sigma nearer the posterior's mean (by
+    quadrature); the estimate from that base is the quadrature's."""
+    y = np.random.default_rng(seed).normal(0.0, np.sqrt(1 + spread**2), num_groups)
+    model, exact = _hierarchical(y)
+    mp = adapter.model_path(model)
+    rng = np.random.default_rng(seed)
+    start = np.zeros((1, mp.path.num_dims))
+    modes, _ = laplace.fit_modes(mp.path, start, rng)
+    replaced, count = laplace.variational_modes(mp.path, modes, rng)
+    assert count == 1
+    slot = [sl for name, sl, _ in mp.value_slices if name == "sigma_log__"][0].start
+    grid = np.linspace(-12.0, 3.0, 20001)  # the posterior of log sigma, by quadrature
+    log_post = (stats.halfnorm.logpdf(np.exp(grid)) + grid + stats.norm.logpdf(
+        y[:, None], scale=np.sqrt(1 + np.exp(2 * grid))).sum(axis=0))
+    weights = np.exp(log_post - log_post.max())
+    mean = float(np.sum(grid * weights) / weights.sum())
+    assert abs(replaced[0][1][slot] - mean) < abs(modes[0][1][slot] - mean), (
+        replaced[0][1][slot], modes[0][1][slot], mean)
+    idata = pa.sample_ais(model=model, base="laplace", random_seed=seed, draws=500, chains=2,
+                          progressbar=False)
+    assert idata.attrs["laplace_variational"] == 1
+    _within(idata, exact)
+
+
+def test_a_gaussian_posterior_keeps_its_laplace_fit():
+    """A correlated Gaussian posterior (a linear model, known noise): its Laplace Gaussian
+    is the posterior itself, whose ELBO no mean-field Gaussian beats; it is kept."""
+    target = analytic.linear_regression(num_features=4, n=30, prior_sd=3.0)
+    mp = adapter.model_path(target.build())
+    rng = np.random.default_rng(4)
+    modes, _ = laplace.fit_modes(mp.path, np.zeros((1, mp.path.num_dims)), rng)
+    kept, count = laplace.variational_modes(mp.path, modes, rng)
+    assert count == 0
+    assert kept[0][1] is modes[0][1] and kept[0][2] is modes[0][2]
