@@ -347,9 +347,7 @@ def variational_modes(path: Path, modes: list, rng: np.random.Generator) -> tupl
     Returns the modes and how many were replaced (``laplace_variational``)."""
     evaluate = _log_density_function(path)
     d = path.num_dims
-    # a child stream (spawning draws nothing from ``rng``): where no component is
-    # replaced, the base and the run are those of the Laplace fit alone, bit for bit
-    fixed, fresh = rng.spawn(1)[0].standard_normal((2, VARIATIONAL_DRAWS, d))
+    fixed, fresh = rng.standard_normal((2, VARIATIONAL_DRAWS, d))
     out, replaced = [], 0
     for value, mean, cov in modes:
         chol = _floored_cholesky(cov)
