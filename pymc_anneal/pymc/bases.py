@@ -48,6 +48,7 @@ from pymc_anneal.pymc.laplace import (
     draws_base_path,
     laplace_base_path,
     missed_modes,
+    side_stream,
     student_t_base_path,
 )
 from pymc_anneal.schedules import make_schedule
@@ -470,15 +471,6 @@ def warn_modes_missed(missed, modes) -> None:
          f"{np.log((1 - held) / (1 - share)):.2f} nats low (tempering's blind spot for modes "
          'of unequal width). Run with base="laplace", which puts a component of the base at '
          "each mode found.")
-
-
-def side_stream(rng: np.random.Generator) -> np.random.Generator:
-    """A stream independent of every one that ``rng`` spawns for the run (a spawn key no
-    run reaches), without advancing ``rng``: where the Laplace base is not taken, the run
-    is the very one of ``base="prior"``, bit for bit."""
-    seq = rng.bit_generator.seed_seq
-    return np.random.default_rng(np.random.SeedSequence(
-        seq.entropy, spawn_key=(*seq.spawn_key, 2**32 - 41), pool_size=seq.pool_size))
 
 
 def _data_size(model) -> int:

@@ -44,7 +44,7 @@ __all__ = ["DEFENSIVE_WIDTH", "EVALUATION_BATCH", "MAX_STEEPNESS", "MIN_MODE_SHA
            "NUM_STARTS", "VARIATIONAL_DRAWS", "VARIATIONAL_GAIN", "WIDTHS", "WIDTH_DRAWS",
            "choose_width", "draws_base_path", "fit_laplace", "fit_modes",
            "student_t_base_path", "laplace_base_path", "laplace_mass", "missed_modes",
-           "mode_shares", "variational_modes"]
+           "mode_shares", "side_stream", "variational_modes"]
 
 NUM_STARTS = 8
 """L-BFGS starts of each kind: ``sample_ais`` starts at the model's initial point, at this
@@ -314,6 +314,18 @@ def _inverse_negative_hessian(evaluate, mean: np.ndarray) -> tuple[np.ndarray, b
     return (vectors / values) @ vectors.T, maximum
 
 
+def side_stream(rng: np.random.Generator, key: int = 2**32 - 41) -> np.random.Generator:
+    """A stream independent of every one that ``rng`` spawns (a spawn key, ``key``, that
+    no run reaches), made without advancing ``rng`` or spawning from it: what ``rng``
+    draws afterwards is what it would have drawn without this stream. With the default
+    key, where the Laplace base is not taken the run is the very one of
+    ``base="prior"``, bit for bit; :func:`variational_modes` takes its own key, so that
+    where it replaces nothing the Laplace base is the one it was before the step."""
+    seq = rng.bit_generator.seed_seq
+    return np.random.default_rng(np.random.SeedSequence(
+        seq.entropy, spawn_key=(*seq.spawn_key, key), pool_size=seq.pool_size))
+
+
 VARIATIONAL_DRAWS = 100
 """The standard-normal draws, fixed, of :func:`variational_modes`'s mean-field fit (DADVI:
 Giordano, Liu, Jordan & Broderick 2023, who find 30 enough); as many fresh ones score it."""
@@ -347,7 +359,7 @@ def variational_modes(path: Path, modes: list, rng: np.random.Generator) -> tupl
     Returns the modes and how many were replaced (``laplace_variational``)."""
     evaluate = _log_density_function(path)
     d = path.num_dims
-    fixed, fresh = rng.standard_normal((2, VARIATIONAL_DRAWS, d))
+    fixed, fresh = side_stream(rng, 2**32 - 42).standard_normal((2, VARIATIONAL_DRAWS, d))
     out, replaced = [], 0
     for value, mean, cov in modes:
         chol = _floored_cholesky(cov)

@@ -782,10 +782,18 @@ def test_a_mode_away_from_the_mass_gets_the_variational_fit(num_groups, spread, 
     mean = float(np.sum(grid * weights) / weights.sum())
     assert abs(replaced[0][1][slot] - mean) < abs(modes[0][1][slot] - mean), (
         replaced[0][1][slot], modes[0][1][slot], mean)
-    idata = pa.sample_ais(model=model, base="laplace", random_seed=seed, draws=500, chains=2,
-                          progressbar=False)
+    # a mean-field base is narrower than this posterior in places: at the pilot's K the
+    # weights' k-hat sits near 0.5 (0.34-0.51 over six seeds of the 40-group case), so the
+    # heavy-tail warning may come; within PSIS's limit of reliability (0.7: Vehtari et al.
+    # 2024) the estimate must still be the quadrature's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = pa.sample_ais(model=model, base="laplace", random_seed=seed, draws=500,
+                              chains=2, progressbar=False)
     assert idata.attrs["laplace_variational"] == 1
-    _within(idata, exact)
+    est = _within(idata, exact)
+    assert all("heavy tail" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    assert est.pareto_k < 0.7, est
 
 
 def test_a_gaussian_posterior_keeps_its_laplace_fit():
@@ -795,6 +803,11 @@ def test_a_gaussian_posterior_keeps_its_laplace_fit():
     mp = adapter.model_path(target.build())
     rng = np.random.default_rng(4)
     modes, _ = laplace.fit_modes(mp.path, np.zeros((1, mp.path.num_dims)), rng)
+    state = rng.bit_generator.state
     kept, count = laplace.variational_modes(mp.path, modes, rng)
     assert count == 0
     assert kept[0][1] is modes[0][1] and kept[0][2] is modes[0][2]
+    # its draws come from a stream of their own: the fit's generator is where it was, so
+    # the base built after the step is the one built without it, bit for bit
+    assert rng.bit_generator.state == state
+    assert rng.bit_generator.seed_seq.n_children_spawned == 0
