@@ -706,6 +706,10 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list,
     free = list(model.free_RVs)
     prior_terms = model.logp(vars=free, sum=False)
     like_terms = model.logp(vars=list(model.observed_RVs) + list(model.potentials), sum=False)
+    # rewritten as PyMC rewrites its cost, before anything is joined or batched (as
+    # _build's graphs are): each term on its own
+    terms = _stabilized(_checks_to_ninf([*prior_terms, *like_terms]))
+    prior_terms, like_terms = terms[:len(prior_terms)], terms[len(prior_terms):]
     rvs = free + list(model.deterministics)
     value_graphs = model.replace_rvs_by_values(rvs)
     # the annealed discrete variables' distribution parameters, as functions of the values
