@@ -22,9 +22,13 @@ and unbatched ones is broadcast in a number of nodes linear in its entries. PyTe
 ``vectorize_make_vector`` broadcasts each entry against every other (``broadcast_arrays``:
 n(n - 1) ``second`` nodes), which never finished on posteriordb's Survey (``pt.stack`` of
 500 terms, constants among them: 250,000 nodes, over 100 s before anything compiled). The
-entries are joined end to end and reshaped, with no ``ExpandDims`` of each: PyTensor lifts
-those through a ``log(1 - theta)`` that the gradient shares, and ``stabilize`` then no longer
-turns it into ``-softplus`` (the log density was -1e10 where PyMC's is -763).
+entries are joined as rows of length 1 (each reshaped, not expanded) and reshaped back, with
+no ``ExpandDims`` of each: PyTensor lifts those through a ``log(1 - theta)`` that the
+gradient shares, and ``stabilize`` then no longer turns it into ``-softplus`` (the log
+density was -1e10 where PyMC's is -763). Rows, not the entries raveled end to end: the
+join's gradient then splits by constant sizes, where end to end they were the number of
+particles, which JAX's ``Split`` cannot take inside the loop (a mixture's
+``pt.stack([theta, 1 - theta])`` weights sent its loop to Numba).
 """
 
 from __future__ import annotations
@@ -78,7 +82,9 @@ def _vectorize_stack(op: MakeVector, node, *batched_inputs):
     entries = [x if x.type.broadcastable == full else second(template, x)
                for x in batched_inputs]
     # entry-major, then the entries' axis last: no ExpandDims of an entry (module docstring)
-    joined = pt.concatenate([x.ravel() for x in entries])
+    # each a row of its own, so that the join's gradient splits off rows of length 1 (sizes
+    # that are constants: JAX takes no sizes computed from the number of particles)
+    joined = pt.concatenate([x.reshape((1, -1)) for x in entries], axis=0)
     stacked = joined.reshape((len(entries), *template.shape), ndim=template.type.ndim + 1)
     return pt.cast(pt.moveaxis(stacked, 0, -1), node.outputs[0].dtype).owner
 

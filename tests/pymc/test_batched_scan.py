@@ -212,3 +212,35 @@ def test_a_stack_of_mixed_terms_is_batched_in_linear_size():
         _, like, grad = _ours(mp, points, "python")
     _assert_same(like, ref_like, "a stack of mixed terms")
     _assert_same(grad, ref_grad, "its gradient", at_least=True)
+
+
+def test_a_stack_of_weights_anneals_on_jax():
+    """A mixture's weights ``pt.stack([theta, 1 - theta])``: the stack's entries are joined
+    as rows of length 1, so the gradient of the join splits by constant sizes. Joined end
+    to end (each entry raveled), the sizes were the number of particles, which JAX's
+    ``Split`` cannot take from inside the loop: the loop went to Numba
+    (posteriordb's low_dim_gauss_mix_collapse: 80 s against 30 s on JAX, warm), and
+    ``backend="jax"`` was refused. The estimate is the quadrature's over ``theta``."""
+    from scipy import integrate, stats
+
+    import pymc_anneal as pa
+
+    y = np.concatenate([np.random.default_rng(7).normal(-1.0, 1.0, 6),
+                        np.random.default_rng(8).normal(2.0, 1.0, 14)])
+    with pm.Model() as model:
+        theta = pm.Beta("theta", 2.0, 2.0)
+        pm.Mixture("y", w=pt.stack([theta, 1 - theta]),
+                   comp_dists=[pm.Normal.dist(-1.0, 1.0), pm.Normal.dist(2.0, 1.0)], observed=y)
+
+    def log_integrand(t):
+        return stats.beta(2, 2).logpdf(t) + np.sum(np.logaddexp(
+            np.log(t) + stats.norm(-1, 1).logpdf(y), np.log1p(-t) + stats.norm(2, 1).logpdf(y)))
+
+    top = max(log_integrand(t) for t in np.linspace(0.01, 0.99, 99))
+    exact = top + np.log(integrate.quad(lambda t: np.exp(log_integrand(t) - top), 0, 1,
+                                        epsabs=0, epsrel=1e-12)[0])
+    idata = pa.sample_ais(model=model, backend="jax", base="prior", num_steps=100, draws=500,
+                          chains=2, random_seed=3, progressbar=False)
+    assert idata.attrs["backend"] == "jax" and "backend_fallback" not in idata.attrs
+    est = pa.log_evidence(idata)
+    assert abs(est.log_evidence - exact) < 4 * est.standard_error, (est, exact)
