@@ -209,7 +209,10 @@ def run_pilot(path, *, betas: np.ndarray, draws: int, chains: int, rng: np.rando
 
     plan = _plan(path, options or RunOptions(), "forward", draws, chains, None, 1,
                  num_steps=betas.size - 1)
-    loop, tuning = _compile(path, plan), plan.options.tuning
+    # a pilot that may stop serves a decision, often against this path's run (the
+    # Laplace base's loop runs instead): its run's shape is compiled only once the pilot
+    # has run whole, not beside it, where it would take a core from the pilot
+    loop, tuning = _compile(path, plan, run_shape=enough is None), plan.options.tuning
     pilot_rng = copy.deepcopy(rng).spawn(3)[0]  # run_annealing's first stream
     done, stopped = [0], []
     def tuned(stop):
@@ -226,6 +229,8 @@ def run_pilot(path, *, betas: np.ndarray, draws: int, chains: int, rng: np.rando
         found = tune(loop, path, betas, tuning,
                      tuning.target_acceptance or plan.kernel.target_acceptance, pilot_rng,
                      tuned, None if enough is None else stop)
+    if enough is not None and not stopped:
+        _precompile_run(loop, path, plan)
     return Pilot(betas, *found, stopped_at=stopped[0] if stopped else None)
 
 
@@ -328,17 +333,26 @@ def check_run(path, options: RunOptions, *, draws: int, chains: int, num_steps: 
     return kernel
 
 
-def _compile(path, plan: _Plan) -> CompiledLoop:
+def _compile(path, plan: _Plan, run_shape: bool = True) -> CompiledLoop:
     """The compiled loop, its compiles for the run's shapes and the pilot's started (JAX
-    compiles per shape, in the background while the pilot runs)."""
+    compiles per shape, in the background while the pilot runs); the run's shape only
+    with ``run_shape`` (:func:`_precompile_run`)."""
     loop = compiled_loop(path, plan.kernel, plan.backend)
     field_dtypes = [f.dtype or path.dtype for f in plan.kernel.state]
     if needs_pilot(plan.kernel.parameters, plan.options.tuning):  # first: it runs first
         loop.precompile(plan.options.tuning.num_pilot, 1, path.num_dims, field_dtypes,
                         plan.path_parameters)
+    if run_shape:
+        _precompile_run(loop, path, plan)
+    return loop
+
+
+def _precompile_run(loop: CompiledLoop, path, plan: _Plan) -> None:
+    """Start the compile of the run's shape (in the background where the loop compiles per
+    shape)."""
+    field_dtypes = [f.dtype or path.dtype for f in plan.kernel.state]
     loop.precompile(plan.draws * plan.run_chains, plan.run_chains, path.num_dims,
                     field_dtypes, plan.path_parameters)
-    return loop
 
 
 @dataclass
