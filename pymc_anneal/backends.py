@@ -82,9 +82,10 @@ from pymc_anneal.validation import check_backend
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "PADDING", "SKIPPED_REWRITES", "CompiledFunction",
-           "compile_function", "compile_in_background", "compile_loop", "compile_one_off",
-           "compile_repeated", "default_backend", "enable_jax_cache", "interruptible",
+__all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "PADDING", "REPEATED_BATCHES", "SKIPPED_REWRITES",
+           "CompiledFunction", "compile_function", "compile_in_background", "compile_loop",
+           "compile_one_off", "compile_repeated", "default_backend", "enable_jax_cache",
+           "interruptible",
            "python_mode", "raise_if_interrupted", "static_loop_length",
            "wait_for_background_compiles", "without_creation_traces"]
 
@@ -566,6 +567,21 @@ def jax_mode():
     return mode.register((_shapes_are_not_negative(), 99), (_split_sizes_unbatched(), 99.5))
 
 
+@contextlib.contextmanager
+def _quiet_jax_conversion():
+    """PyTensor's warnings while it converts a graph to JAX, silenced: its "will likely
+    fail" (a failure, if one comes, is read by ``jax_failure``), and that a parameter check
+    inside a scan's inner graph is dropped on JAX, as the loop's own are
+    (``local_remove_all_assert`` above: the log density is NaN there, which the driver reads
+    as zero density)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Jax implementation will likely fail",
+                                category=UserWarning)
+        warnings.filterwarnings("ignore", message="Skipping .* as JAX tracing would remove it",
+                                category=UserWarning)
+        yield
+
+
 def _jax_loop(rng, sequences, carries, constants, step_outputs,
               padding: int | None = None) -> Callable:
     """``jax.lax.scan`` over the step graph, jit-compiled (see :func:`compile_loop`; a step
@@ -576,15 +592,7 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs,
 
     inputs = [rng, *sequences, *carries, *constants]
     mode = jax_mode()
-    with warnings.catch_warnings():
-        # PyTensor's "will likely fail": a failure, if one comes, is read by jax_failure;
-        # a parameter check inside a scan's inner graph is dropped on JAX as the loop's
-        # own are (local_remove_all_assert above: the log density is NaN there, which the
-        # driver reads as zero density)
-        warnings.filterwarnings("ignore", message=".*Jax implementation will likely fail",
-                                category=UserWarning)
-        warnings.filterwarnings("ignore", message="Skipping .* as JAX tracing would remove it",
-                                category=UserWarning)
+    with _quiet_jax_conversion():
         step = pytensor.function([pytensor.In(i, borrow=True) for i in inputs],
                                  [pytensor.Out(o, borrow=True) for o in step_outputs],
                                  mode=mode, on_unused_input="ignore")
@@ -985,16 +993,86 @@ def compile_one_off(inputs: Sequence, outputs: Sequence, lazy: bool = False) -> 
     return CompiledFunction(fn, "python", time.perf_counter() - start)
 
 
+REPEATED_BATCHES = (32, 256)
+"""The batch sizes at which :func:`compile_repeated`'s JAX function is called: a call on
+fewer rows is padded to the next, on more to a multiple of the last (JAX compiles once per
+shape; an optimizer's rounds ask for 1-17 points, a Hessian's differences for up to 256,
+an importance check for 2,048 at a time)."""
+
+
 def compile_repeated(inputs: Sequence, outputs: Sequence) -> CompiledFunction:
-    """Compile a function called many times on a point or a few (an optimizer's objective).
+    """Compile a function called many times on a point or a few (an optimizer's objective),
+    whose outputs' rows depend each on the same row of the first input only.
 
     As :func:`compile_one_off`, except for a graph with a loop of its own (a ``Scan``: a
-    GARCH recursion in the likelihood), compiled to C (:func:`compile_function`): in Python
-    mode every step of the scan is a Python call, 0.5 s for one point of posteriordb's
-    garch11, and an optimizer makes hundreds.
+    GARCH recursion, an HMM's forward algorithm in the likelihood): in Python mode every
+    step of the scan is a Python call, 0.5 s for one point of posteriordb's garch11, and an
+    optimizer makes hundreds. Such a graph is compiled to JAX where it is installed, called
+    at the batch sizes of :data:`REPEATED_BATCHES` (rows padded with copies of the first),
+    else, or where JAX cannot trace it, to C: C's first compile in a process with an empty
+    cache compiles a module per op, 47 s on posteriordb's hmm_drive_0, where JAX took 3 s
+    and 1.2 s per batch size.
     """
-    return (compile_function(inputs, outputs, "c") if _has_scan(outputs)
-            else compile_one_off(inputs, outputs))
+    if not _has_scan(outputs):
+        return compile_one_off(inputs, outputs)
+    if default_backend() == "jax":
+        import time
+
+        start = time.perf_counter()
+        try:
+            with _quiet_jax_conversion():
+                jax_function = compile_function(inputs, outputs, "jax")
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as error:  # noqa: BLE001 - an op without a JAX implementation
+            _log_jax_refusal(error)
+        else:
+            function = _PaddedRows(jax_function,
+                                   lambda: compile_function(inputs, outputs, "c"))
+            return CompiledFunction(function, "jax", time.perf_counter() - start)
+    return compile_function(inputs, outputs, "c")
+
+
+def _log_jax_refusal(error: BaseException) -> None:
+    _LOG.info("JAX cannot compile a repeated function (%s: %s): compiling it to C",
+              type(error).__name__, str(error).strip().split("\n")[0])
+
+
+class _PaddedRows:
+    """A JAX function of a batch of rows called at the sizes of :data:`REPEATED_BATCHES`;
+    where JAX fails to convert or trace it (at its first call), the C function of
+    ``fallback`` instead."""
+
+    def __init__(self, function: CompiledFunction, fallback: Callable[[], CompiledFunction]):
+        self.function, self.fallback, self.traced = function, fallback, False
+
+    def __call__(self, rows, *rest):
+        if not self.traced:
+            try:
+                values = self._padded(rows, *rest)
+            except (KeyboardInterrupt, MemoryError):
+                raise
+            except Exception as error:  # noqa: BLE001 - JAX's trace failed
+                _log_jax_refusal(error)
+                self.function, self.traced = self.fallback(), True
+                return self.function(rows, *rest)
+            self.traced = True
+            return values
+        if self.function.backend != "jax":
+            return self.function(rows, *rest)
+        return self._padded(rows, *rest)
+
+    def _padded(self, rows, *rest):
+        rows = np.asarray(rows)
+        n = rows.shape[0]
+        last = REPEATED_BATCHES[-1]
+        size = next((b for b in REPEATED_BATCHES if b >= n), -(-n // last) * last)
+        if size > n:
+            rows = np.concatenate([rows, np.repeat(rows[:1], size - n, axis=0)])
+        with _quiet_jax_conversion():  # JAX traces at a new size's first call
+            values = self.function(rows, *rest)
+        values = [np.asarray(v) for v in values]  # rows of the padding dropped
+        return [v[:n] if v.ndim and v.shape[0] == size else v for v in values]
 
 
 def _has_scan(outputs: Sequence) -> bool:

@@ -5,6 +5,7 @@ fuses multiply-adds), and one compile directory per test process."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import numpy as np
@@ -299,24 +300,69 @@ def test_each_test_process_compiles_in_its_own_directory():
     assert out.returncode != 0 and "BlockingIOError" in out.stderr
 
 
-def test_an_optimizers_objective_with_a_scan_is_compiled_to_c():
-    """``compile_repeated`` (the Laplace fit's objective, called hundreds of times): a
-    graph with a scan (garch11's recursion: 0.5 s a point in Python mode, 40 s of its fit)
-    is compiled to C, with the numbers of Python mode; a graph without one stays in Python
-    mode (nothing compiled)."""
+def _rows_with_a_scan():
+    """A batch of rows ``x (n, 7)``, each row's value a recursion over its entries (one
+    scan over the batch, as a model's batched GARCH recursion is) and a softplus sum."""
     import pytensor
 
-    x = pt.vector("x")
-    recursion = pytensor.scan(lambda a, prev: 0.5 * prev + a ** 2, sequences=[x],
-                              outputs_info=[pt.constant(0.0, dtype="float64")],
+    x = pt.matrix("x", dtype="float64")
+    recursion = pytensor.scan(lambda a, prev: 0.5 * prev + a ** 2, sequences=[x.T],
+                              outputs_info=[pt.zeros((x.shape[0],), dtype="float64")],
                               return_updates=False)
-    total = recursion[-1] + pt.log1p(pt.exp(x)).sum()
-    looped = compile_repeated([x], [total, pt.grad(total, x)])
-    plain = compile_repeated([x], [pt.log1p(pt.exp(x)).sum()])
-    assert (looped.backend, plain.backend) == ("c", "python")
-    point = np.random.default_rng(2).normal(size=7)
-    np.testing.assert_allclose(looped(point)[0], compile_one_off([x], [total])(point)[0],
-                               rtol=1e-12)
+    total = recursion[-1] + pt.log1p(pt.exp(x)).sum(axis=1)
+    return x, total
+
+
+def test_an_optimizers_objective_with_a_scan_is_compiled_to_jax_or_c(monkeypatch):
+    """``compile_repeated`` (the Laplace fit's objective, called hundreds of times): a
+    graph with a scan (garch11's recursion: 0.5 s a point in Python mode, 40 s of its fit)
+    is compiled to JAX where it is installed (called at the batch sizes of
+    ``REPEATED_BATCHES``, the rows padded: C's first compile with an empty cache took 47 s
+    on hmm_drive_0), else to C, with the numbers of Python mode at every number of rows;
+    a graph without one stays in Python mode (nothing compiled)."""
+    import pymc_anneal.backends as backends
+
+    x, total = _rows_with_a_scan()
+    outputs = [total, pt.grad(total.sum(), x)]
+    reference = compile_one_off([x], outputs)
+    plain = compile_repeated([x], [pt.log1p(pt.exp(x)).sum(axis=1)])
+    assert plain.backend == "python"
+    rng = np.random.default_rng(2)
+    have_jax = importlib.util.find_spec("jax") is not None
+    for backend in (["jax"] if have_jax else []) + ["c"]:
+        if backend == "c":
+            monkeypatch.setattr(backends, "default_backend", lambda: "numba")
+        looped = compile_repeated([x], outputs)
+        assert looped.backend == backend
+        for n in (1, 5, 32, 33, 300, 1):  # below, at and past each padded size
+            points = rng.normal(size=(n, 7))
+            for got, want in zip(looped(points), reference(points)):
+                assert got.shape == want.shape
+                np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_repeated_function_that_jax_cannot_compile_is_compiled_to_c():
+    """An op without a JAX implementation in a graph with a scan: ``compile_repeated``
+    compiles it to C instead, with the same numbers, and says so in the log only."""
+    pytest.importorskip("jax")
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.op import Op
+
+    class Doubled(Op):  # Python only: no JAX conversion
+        def make_node(self, v):
+            v = pt.as_tensor(v)
+            return Apply(self, [v], [v.type()])
+
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = 2.0 * inputs[0]
+
+    x, total = _rows_with_a_scan()
+    doubled = Doubled()(total)
+    looped = compile_repeated([x], [doubled])
+    assert looped.backend == "c"
+    points = np.random.default_rng(3).normal(size=(4, 7))
+    np.testing.assert_allclose(looped(points)[0],
+                               2.0 * compile_one_off([x], [total])(points)[0], rtol=1e-12)
 
 
 def test_the_jax_loop_skips_the_steps_that_pad_a_call():

@@ -23,7 +23,7 @@ import weakref
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc_anneal.backends import compile_one_off
+from pymc_anneal.backends import compile_repeated
 from pymc_anneal.diagnostics import weight_warnings
 from pymc_anneal.driver.run import AnnealingRun
 from pymc_anneal.estimators import effective_sample_size, estimate_log_z, pareto_k
@@ -66,14 +66,15 @@ _COMPILED: dict = {}
 
 
 def log_densities(path):
-    """``x (N, d) -> (log_base, log_ratio)`` of ``path``, compiled in Python mode once per
-    path (dropped with it)."""
+    """``x (N, d) -> (log_base, log_ratio)`` of ``path``, compiled once per path (dropped
+    with it): in Python mode, or where the graph has a scan, as an optimizer's objective is
+    (:func:`~pymc_anneal.backends.compile_repeated`)."""
     fn = _COMPILED.get(id(path))
     if fn is None:
         x = pt.matrix("x", dtype=path.dtype)
         with one_off_graph():  # a model path answers with its densities compiled once
             point = path.evaluate(x, gradients=False)
-        fn = _COMPILED[id(path)] = compile_one_off([x], [point.log_base, point.log_ratio])
+        fn = _COMPILED[id(path)] = compile_repeated([x], [point.log_base, point.log_ratio])
         weakref.finalize(path, _COMPILED.pop, id(path), None)
     return fn
 

@@ -126,7 +126,7 @@ from scipy import stats
 from scipy.linalg import solve_triangular
 
 from pymc_anneal._digest import fingerprint
-from pymc_anneal.backends import compile_one_off
+from pymc_anneal.backends import compile_one_off, compile_repeated
 from pymc_anneal.diagnostics import LOW_ESS_FRACTION
 from pymc_anneal.estimators import pareto_k
 from pymc_anneal.exceptions import AnnealingError, warn
@@ -336,7 +336,7 @@ class _Functions:
     def __init__(self, mp: ModelPath, model: pm.Model):
         x = pt.matrix("x", dtype="float64")
         point = mp.path.evaluate(x, gradients=False)
-        self._log_density = compile_one_off([x], [point.log_base + point.log_ratio])
+        self._log_density = compile_repeated([x], [point.log_base + point.log_ratio])
         values = {v.name: v for v in model.value_vars}
         self.rvs = [model.values_to_rvs[values[name]] for name, _, _ in mp.value_slices]
         zero = mp.to_variables(np.zeros((1, 1, mp.path.num_dims)))
