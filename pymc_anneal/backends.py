@@ -85,8 +85,7 @@ _LOG = logging.getLogger(__name__)
 __all__ = ["BACKENDS", "JAX_LOOP_LENGTH", "PADDING", "REPEATED_BATCHES", "SKIPPED_REWRITES",
            "CompiledFunction", "compile_function", "compile_in_background", "compile_loop",
            "compile_one_off", "compile_repeated", "default_backend", "enable_jax_cache",
-           "interruptible",
-           "python_mode", "raise_if_interrupted", "static_loop_length",
+           "interruptible", "python_mode", "raise_if_interrupted", "static_loop_length",
            "wait_for_background_compiles", "without_creation_traces"]
 
 DEVICES_VARIABLE = "PYMC_ANNEAL_JAX_DEVICES"
@@ -1029,7 +1028,9 @@ def compile_repeated(inputs: Sequence, outputs: Sequence) -> CompiledFunction:
         else:
             function = _PaddedRows(jax_function,
                                    lambda: compile_function(inputs, outputs, "c"))
-            return CompiledFunction(function, "jax", time.perf_counter() - start)
+            compiled = function.owner = CompiledFunction(function, "jax",
+                                                         time.perf_counter() - start)
+            return compiled
     return compile_function(inputs, outputs, "c")
 
 
@@ -1041,7 +1042,10 @@ def _log_jax_refusal(error: BaseException) -> None:
 class _PaddedRows:
     """A JAX function of a batch of rows called at the sizes of :data:`REPEATED_BATCHES`;
     where JAX fails to convert or trace it (at its first call), the C function of
-    ``fallback`` instead."""
+    ``fallback`` instead (and ``owner``, the :class:`CompiledFunction` that holds this one,
+    then says ``"c"``)."""
+
+    owner: CompiledFunction | None = None
 
     def __init__(self, function: CompiledFunction, fallback: Callable[[], CompiledFunction]):
         self.function, self.fallback, self.traced = function, fallback, False
@@ -1055,6 +1059,8 @@ class _PaddedRows:
             except Exception as error:  # noqa: BLE001 - JAX's trace failed
                 _log_jax_refusal(error)
                 self.function, self.traced = self.fallback(), True
+                if self.owner is not None:
+                    self.owner.backend = "c"
                 return self.function(rows, *rest)
             self.traced = True
             return values

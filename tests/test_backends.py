@@ -341,9 +341,12 @@ def test_an_optimizers_objective_with_a_scan_is_compiled_to_jax_or_c(monkeypatch
                 np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_a_repeated_function_that_jax_cannot_compile_is_compiled_to_c():
-    """An op without a JAX implementation in a graph with a scan: ``compile_repeated``
-    compiles it to C instead, with the same numbers, and says so in the log only."""
+@pytest.mark.parametrize("obstacle", ["no JAX implementation", "a shape from the data"])
+def test_a_repeated_function_that_jax_cannot_compile_is_compiled_to_c(obstacle):
+    """An op without a JAX implementation (found as the graph is converted), or a shape
+    computed from the input (found as JAX traces it, at the first call), in a graph with a
+    scan: ``compile_repeated`` compiles it to C instead, with the same numbers, and says so
+    in its ``backend`` (the log says why)."""
     pytest.importorskip("jax")
     from pytensor.graph.basic import Apply
     from pytensor.graph.op import Op
@@ -357,12 +360,15 @@ def test_a_repeated_function_that_jax_cannot_compile_is_compiled_to_c():
             outputs[0][0] = 2.0 * inputs[0]
 
     x, total = _rows_with_a_scan()
-    doubled = Doubled()(total)
-    looped = compile_repeated([x], [doubled])
-    assert looped.backend == "c"
+    if obstacle == "no JAX implementation":
+        out = Doubled()(total)
+    else:  # a slice of 2 + floor|x[0, 0]| entries: a stop that JAX's trace cannot know
+        out = total + x[0, :pt.cast(2 + pt.floor(pt.abs(x[0, 0])), "int64")].sum()
+    looped = compile_repeated([x], [out])
     points = np.random.default_rng(3).normal(size=(4, 7))
-    np.testing.assert_allclose(looped(points)[0],
-                               2.0 * compile_one_off([x], [total])(points)[0], rtol=1e-12)
+    got = looped(points)[0]
+    assert looped.backend == "c"
+    np.testing.assert_allclose(got, compile_one_off([x], [out])(points)[0], rtol=1e-12)
 
 
 def test_the_jax_loop_skips_the_steps_that_pad_a_call():
