@@ -555,8 +555,9 @@ class _CompiledDensities:
     call); now they share this one. The function reads
     ``pm.Data`` when called, as the compiles it replaces did. None where the density has
     no gradient (the symbolic graphs then serve, and say so where a gradient is needed),
-    and where it holds a ``Scan`` (the fit's objective compiles that to C, a loop's init
-    to Python mode, which runs one scan over the batch faster than C compiles it)."""
+    and where it holds a ``Scan`` (the fit's objective compiles that to JAX or C:
+    :func:`~pymc_anneal.backends.compile_repeated`; a loop's init to Python mode, which
+    runs one scan over the batch)."""
 
     def __init__(self, symbolic):
         self._symbolic, self._op, self._done = symbolic, None, False

@@ -94,8 +94,8 @@ new path)."""
 
 def _log_density_function(path: Path):
     """``x (n, d) -> (log pi (n,), grad (n, d))`` of the path's target, in Python mode (in
-    C where the graph has a scan: :func:`~pymc_anneal.backends.compile_repeated`), at most
-    :data:`EVALUATION_BATCH` points per call; compiled once per path."""
+    JAX or C where the graph has a scan: :func:`~pymc_anneal.backends.compile_repeated`),
+    at most :data:`EVALUATION_BATCH` points per call; compiled once per path."""
     evaluate = _EVALUATORS.get(id(path))
     if evaluate is None:
         evaluate = _EVALUATORS[id(path)] = _compile_log_density(path)
