@@ -48,8 +48,8 @@ from pytensor.graph.replace import _vectorize_node, vectorize_graph
 from pytensor.scan.op import Scan
 from pytensor.tensor.basic import MakeVector, second, vectorize_make_vector
 from pytensor.tensor.blockwise import vectorize_node_fallback
-from pytensor.tensor.special import LogAddExp, LogSumExp, XLog1PY, XLogY
 from pytensor.tensor.elemwise import get_normalized_batch_axes
+from pytensor.tensor.special import LogAddExp, LogSumExp, XLog1PY, XLogY
 
 __all__ = ["vectorized_scans"]
 
