@@ -28,7 +28,7 @@ import pytensor.tensor as pt
 from pymc.distributions.continuous import Flat, HalfFlat
 from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as compile_pymc
-from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs
+from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, reseed_rngs, rewrite_pregrad
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
@@ -44,6 +44,7 @@ from pytensor.tensor.random.type import RandomType
 from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
 from pymc_anneal.pymc.batched_scan import vectorized_scans
+from pymc_anneal.pymc.stacks import lift_stacks
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, in_one_off_graph
 from pymc_anneal.pymc import discrete
@@ -348,7 +349,6 @@ def _stabilized(graphs: list) -> list:
     batched, the stack is a join that no rewrite indexes through. The rewritten graph has
     the static shapes of one particle's values: the caller batches it from columns of
     static width (:func:`_batched_values`), or ``vectorize_graph`` refuses to broadcast."""
-    from pymc.pytensorf import rewrite_pregrad
     from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
     from pytensor.tensor.rewriting.subtensor_lift import local_subtensor_make_vector
 
@@ -358,7 +358,7 @@ def _stabilized(graphs: list) -> list:
     for g in graph.outputs:  # each on its own, as PyMC's compile_logp(vars=...) of that part
         part = rewrite_pregrad(FunctionGraph(outputs=[g], clone=True, copy_inputs=False))
         log_sigmoid.rewrite(part)
-        out.append(part.outputs[0])
+        out.append(lift_stacks(part).outputs[0])
     return out
 
 
@@ -1175,8 +1175,13 @@ def _check_terms(model: pm.Model, initial_point: dict, sample_base) -> float | N
     observed, potentials = list(model.observed_RVs), list(model.potentials)
     terms = [pt.as_tensor(t) for t in model.logp(vars=observed + potentials, sum=False)]
     terms.append(pt.add(*[t.sum() for t in terms]) if terms else pt.constant(0.0))
+    # a failed parameter check is -inf, as in PyMC's own compiled functions; then PyMC's
+    # rewrites before the gradient and a stack written entry by entry lifted (stacks.py),
+    # as the path's graphs are (_stabilized): posteriordb's Survey writes its likelihood
+    # as 31,000 scalar ops, and joining, batching and compiling each cost a time per node
+    terms = lift_stacks(rewrite_pregrad(FunctionGraph(
+        outputs=_checks_to_ninf(terms), clone=True, copy_inputs=False))).outputs
     graphs, flat = join_nonshared_inputs(initial_point, terms, model.value_vars)
-    graphs = _checks_to_ninf(graphs)  # a failed parameter check is -inf, as in PyMC's own
     batch = pt.matrix("batch", dtype="float64")
     with vectorized_scans():
         graphs = vectorize_graph(graphs, replace={flat: batch})

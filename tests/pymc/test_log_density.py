@@ -177,12 +177,33 @@ def _simplex():
     return model
 
 
+def survey(nmax: int = 140, k=(9, 12)):
+    """posteriordb's Survey, reduced: the log-likelihood of each population size ``n`` in
+    a Python loop of scalar terms (a constant below the largest count), stacked and summed
+    by ``logsumexp``. The package lifts the stack into vector ops (``pymc/stacks.py``);
+    its integer constants ``n - k`` are int8 below 128 and int16 above."""
+    with pm.Model() as model:
+        theta = pm.Uniform("theta", 0, 1)
+        terms = []
+        for n in range(1, nmax + 1):
+            if n < max(k):
+                terms.append(-1e10)
+                continue
+            lp = np.log(1.0 / nmax)
+            for ki in k:
+                lp = lp + (pt.gammaln(n + 1) - pt.gammaln(ki + 1) - pt.gammaln(n - ki + 1)
+                           + ki * pt.log(theta) + (n - ki) * pt.log(1 - theta))
+            terms.append(lp)
+        pm.Potential("mixture", pm.math.logsumexp(pt.stack(terms)))
+    return model
+
+
 MODELS = {"logistic": _logistic, "counts": _counts, "positive": _positive,
           "bounded": _bounded, "heavy_tails_and_potential": _heavy_tails_and_potential,
           "multivariate": _multivariate, "underflowing_scale": _underflowing_scale,
           "stacked_entries": _stacked_entries, "shared_under_a_vector": _shared_under_a_vector,
           "logit_of_a_bounded_prior": _logit_of_a_bounded_prior, "simplex": _simplex,
-          "unseen_individuals": _unseen_individuals}
+          "unseen_individuals": _unseen_individuals, "survey": survey}
 
 
 def _points(mp, seed: int) -> np.ndarray:
@@ -314,7 +335,7 @@ def test_logistic_likelihood_is_finite_where_pymcs_is():
 @pytest.mark.parametrize("name", ["logistic", "positive", "heavy_tails_and_potential",
                                   "stacked_entries", "shared_under_a_vector",
                                   "logit_of_a_bounded_prior", "simplex",
-                                  "unseen_individuals"])
+                                  "unseen_individuals", "survey"])
 def test_compiled_functions_give_pymcs_log_density(name, backend):
     """The loop's backends compile the same graphs with their own rewrites."""
     if backend == "jax":
