@@ -44,7 +44,7 @@ from pytensor.tensor.random.type import RandomType
 from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
 from pymc_anneal.pymc.batched_scan import vectorized_scans
-from pymc_anneal.pymc.stacks import lift_stacks
+from pymc_anneal.pymc.stacks import lift_stacks, through_indexed_stacks
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, in_one_off_graph
 from pymc_anneal.pymc import discrete
@@ -325,7 +325,7 @@ def _checks_to_ninf(graphs: list) -> list:
     return list(graph.outputs)
 
 
-def _stabilized(graphs: list) -> list:
+def _stabilized(graphs: list, summed=()) -> list:
     """The graphs rewritten as PyMC rewrites a model's cost before it takes the gradient
     (``rewrite_pregrad``: ``canonicalize`` and ``stabilize``), on the model's own graph
     (its value variables the inputs, as in PyMC's), *before* it is joined, vectorized over
@@ -348,12 +348,16 @@ def _stabilized(graphs: list) -> list:
     the entry itself in PyMC's graph, so ``stabilize`` sees ``log(1 - sigmoid(a))``;
     batched, the stack is a join that no rewrite indexes through. The rewritten graph has
     the static shapes of one particle's values: the caller batches it from columns of
-    static width (:func:`_batched_values`), or ``vectorize_graph`` refuses to broadcast."""
+    static width (:func:`_batched_values`), or ``vectorize_graph`` refuses to broadcast.
+    Where such a stack is indexed by a discrete variable that the path sums out
+    (``summed``: each a vector of its values once summed), the elementwise op above the
+    index goes into the stack (:func:`~pymc_anneal.pymc.stacks.through_indexed_stacks`)."""
     from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
     from pytensor.tensor.rewriting.subtensor_lift import local_subtensor_make_vector
 
     graph = FunctionGraph(outputs=list(graphs), clone=False)
-    in2out(cholesky_ldotlt, local_subtensor_make_vector).rewrite(graph)
+    in2out(cholesky_ldotlt, local_subtensor_make_vector,
+           through_indexed_stacks(summed)).rewrite(graph)
     out, log_sigmoid = [], in2out(_log_sigmoid_through_dimshuffle())
     for g in graph.outputs:  # each on its own, as PyMC's compile_logp(vars=...) of that part
         part = rewrite_pregrad(FunctionGraph(outputs=[g], clone=True, copy_inputs=False))
@@ -709,7 +713,7 @@ def _build_summed(model: pm.Model, signature: tuple, summed: list,
     like_terms = model.logp(vars=list(model.observed_RVs) + list(model.potentials), sum=False)
     # rewritten as PyMC rewrites its cost, before anything is joined or batched (as
     # _build's graphs are): each term on its own
-    terms = _stabilized(_checks_to_ninf([*prior_terms, *like_terms]))
+    terms = _stabilized(_checks_to_ninf([*prior_terms, *like_terms]), summed)
     prior_terms, like_terms = terms[:len(prior_terms)], terms[len(prior_terms):]
     rvs = free + list(model.deterministics)
     value_graphs = model.replace_rvs_by_values(rvs)

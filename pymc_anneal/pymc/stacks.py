@@ -24,11 +24,13 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.traversal import ancestors
 from pytensor.graph.rewriting.basic import MergeOptimizer, node_rewriter, out2in
 from pytensor.tensor.basic import MakeVector
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
 
-__all__ = ["lift_stacks"]
+__all__ = ["lift_stacks", "through_indexed_stacks"]
 
 MIN_RUN = 4
 """The fewest consecutive entries of a stack that are lifted into one op (a stack of two
@@ -115,3 +117,39 @@ def _lift_run(op: Elemwise, run: list, dtype: str):
     if lifted.type.ndim == 0:  # every entry the same: repeated
         lifted = pt.alloc(lifted, len(run))
     return lifted
+
+
+
+def through_indexed_stacks(labels):
+    """A rewrite of ``f(stack([e_1, ..., e_n])[z])`` as ``stack([f(e_1), ..., f(e_n)])[z]``
+    for a one-input elementwise ``f``, where the index ``z`` depends on one of ``labels``
+    (discrete variables that the path sums out: each becomes a vector of its values). The
+    values are the same; but ``stabilize`` then sees ``log(1 - sigmoid(a))`` in the stack,
+    as it does in PyMC's graph at each value of the label (a constant index, which goes
+    through the stack). Left as written, the label summed, the unchosen entry's ``0 / 0``
+    made the gradient ``0 * NaN`` from ``a > 37``. An index that is not such a label (a
+    discrete variable annealed on the path) is left as PyMC leaves it."""
+    labels = frozenset(labels)
+
+    @node_rewriter([Elemwise])
+    def rewrite(fgraph, node):
+        if len(node.inputs) != 1 or len(node.outputs) != 1:
+            return None
+        [indexed] = node.inputs
+        owner = indexed.owner
+        if owner is None or not isinstance(owner.op, (Subtensor, AdvancedSubtensor)):
+            return None
+        stack, *indices = owner.inputs
+        if (stack.owner is None or not isinstance(stack.owner.op, MakeVector) or not indices
+                or labels.isdisjoint(ancestors(indices))):
+            return None
+        entries = [node.op(entry) for entry in stack.owner.inputs]
+        if any(e.type.ndim != 0 for e in entries) or len({e.type.dtype for e in entries}) > 1:
+            return None
+        [out] = owner.op.make_node(MakeVector(entries[0].type.dtype)(*entries),
+                                   *indices).outputs
+        if out.type.dtype != node.outputs[0].type.dtype or out.type.ndim != indexed.ndim:
+            return None
+        return [out]
+
+    return rewrite
