@@ -16,6 +16,10 @@ Each entry is computed by the same scalar operations on the same numbers in the 
 is a float, which converts it exactly as the scalar op would): the values are the
 model's to the last bit. A gradient through the stack sums the entries' contributions in
 another order (within rounding).
+
+:func:`through_indexed_stacks` serves a stack indexed by a discrete label that the path
+sums out (``log(stack([sigmoid(a), 1 - sigmoid(a)])[z])``): the elementwise op above the
+index goes into the stack before PyMC's rewrites, so that ``stabilize`` sees each entry.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
-from pytensor.graph.traversal import ancestors
 from pytensor.graph.rewriting.basic import MergeOptimizer, node_rewriter, out2in
+from pytensor.graph.traversal import ancestors
 from pytensor.tensor.basic import MakeVector
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
@@ -117,7 +121,6 @@ def _lift_run(op: Elemwise, run: list, dtype: str):
     if lifted.type.ndim == 0:  # every entry the same: repeated
         lifted = pt.alloc(lifted, len(run))
     return lifted
-
 
 
 def through_indexed_stacks(labels):
