@@ -332,7 +332,7 @@ def compile_loop(rng, sequences: Sequence, carries: Sequence, constants: Sequenc
     return CompiledFunction(fn, backend, time.perf_counter() - start)
 
 
-XLA_OPTIONS = {"xla_disable_hlo_passes": "constant_folding"}
+XLA_OPTIONS = {"xla_disable_hlo_passes": "constant_folding", "xla_backend_optimization_level": 1}
 """XLA options of the JAX loop's compile. PyTensor has folded the graph's constants before
 XLA sees it; XLA's own constant folding then evaluates, one element at a time, what it can
 prove constant after its algebraic simplifications, such as a PyMC parameter check
@@ -341,7 +341,15 @@ of each compile of a change-point model's loop (22 switch points x 21 counts x 4
 particles), and the folded constant made each step slower to run (sampling 4.2-5.7 s
 -> 2.3 s there). On continuous models (a logistic and a 10-d linear regression, five
 interleaved calls each, 2026-11-24) the option changed compile and sampling times by less
-than the calls' spread (+-5%)."""
+than the calls' spread (+-5%).
+
+``xla_backend_optimization_level=1``: LLVM's cheaper pipeline (XLA's default is 3). On
+two cores the loop's compile is most of a small model's first call, and level 1 shortens
+it (posteriordb's Rate_3: 0.58 -> 0.35 s) without slowing the loop: a first call 0.89x
+level 3's there, 0.97-1.00x on five larger posteriors up to radon's 90-d model
+(``benchmarks/bench_xla_level.py``, 2026-11-30). A seeded run is deterministic at either
+level; the level may change some operations' last bits (eight schools' log weights, not
+its estimate's printed digits)."""
 
 
 _BACKGROUND: list[threading.Event] = []  # one per compile started and not yet waited for
