@@ -557,9 +557,16 @@ def test_a_cheap_prior_run_keeps_the_census(d, narrow_sd, narrow_share, seed):
     ``AUTO_LAPLACE_WORK``): the census is fitted without the Laplace base's loop. The prior's
     pilot reached both modes, so the prior runs; had its particles left a mode short, the
     Laplace base would have been built and run (``test_a_mode_left_empty_gets_the_laplace_base``).
-    The estimate is the closed form either way."""
+    The estimate is the closed form either way. At 200 x 2 particles the bimodal path's
+    check chain often misses the variance target after its two reruns (the 2-d case: 22 of
+    60 seeds with the step-size search's former rule, 25 of 60 with its rule since
+    2026-11-30), which says the error bar is wider than asked, and is right: that warning is
+    let through here, every other fails the test."""
     model, exact = _unequal_modes(d, narrow_sd, narrow_share, 4.0)
-    idata = pa.sample_ais(model=model, random_seed=seed, **KW)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message='num_steps="auto" missed its target',
+                                category=pa.AnnealingWarning)
+        idata = pa.sample_ais(model=model, random_seed=seed, **KW)
     assert idata.attrs["prior_num_steps"] > bases.AUTO_LAPLACE_STEPS
     assert idata.attrs["laplace_reason"].startswith("not run: the prior's path is short")
     assert idata.attrs["base"] == "prior" and "laplace_num_steps" not in idata.attrs
