@@ -349,7 +349,18 @@ it (posteriordb's Rate_3: 0.58 -> 0.35 s) without slowing the loop: a first call
 level 3's there, 0.97-1.00x on five larger posteriors up to radon's 90-d model
 (``benchmarks/bench_xla_level.py``, 2026-11-30). A seeded run is deterministic at either
 level; the level may change some operations' last bits (eight schools' log weights, not
-its estimate's printed digits)."""
+its estimate's printed digits). Measured on CPUs only: on other devices (a GPU, where the
+level would set how far LLVM optimizes the kernels) XLA's default stays
+(:data:`CPU_ONLY_XLA_OPTIONS`)."""
+CPU_ONLY_XLA_OPTIONS = ("xla_backend_optimization_level",)
+"""The keys of :data:`XLA_OPTIONS` given only where the loop compiles for the CPU."""
+
+
+def _xla_options(platform: str) -> dict:
+    """:data:`XLA_OPTIONS` for a loop compiled for ``platform`` (JAX's default backend)."""
+    if platform == "cpu":
+        return dict(XLA_OPTIONS)
+    return {k: v for k, v in XLA_OPTIONS.items() if k not in CPU_ONLY_XLA_OPTIONS}
 
 
 _BACKGROUND: list[threading.Event] = []  # one per compile started and not yet waited for
@@ -631,7 +642,8 @@ def _jax_loop(rng, sequences, carries, constants, step_outputs,
         return key, final, per_step
 
     enable_jax_cache()
-    jitted = _cached_compile(jax.jit(loop, compiler_options=XLA_OPTIONS))
+    jitted = _cached_compile(jax.jit(loop,
+                                     compiler_options=_xla_options(jax.default_backend())))
     compiling: dict = {}  # shapes -> the event set when the loop's compile for them is done
 
     def signature(args):

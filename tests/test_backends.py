@@ -421,3 +421,15 @@ def test_the_jax_loop_skips_the_steps_that_pad_a_call():
     for a, b in zip(rest_a[num_final:], rest_b[num_final:]):  # per-step statistics
         np.testing.assert_array_equal(np.asarray(a)[:20], np.asarray(b))
     assert not np.array_equal(np.asarray(rest_b[0]), positions)  # the real steps moved
+
+
+def test_the_loops_xla_level_is_given_on_cpus_only():
+    """The cheaper LLVM pipeline (``xla_backend_optimization_level=1``) was measured on
+    CPUs (``benchmarks/bench_xla_level.py``); elsewhere XLA's default stays, while the
+    other options (constant folding off) hold on every device."""
+    from pymc_anneal import backends
+
+    cpu, gpu = backends._xla_options("cpu"), backends._xla_options("gpu")
+    assert cpu["xla_backend_optimization_level"] == 1
+    assert "xla_backend_optimization_level" not in gpu
+    assert cpu["xla_disable_hlo_passes"] == gpu["xla_disable_hlo_passes"] == "constant_folding"
