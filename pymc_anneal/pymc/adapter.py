@@ -1043,6 +1043,12 @@ def _unconstrained_draw(rv, transform):
     return draw.astype(rv.dtype)
 
 
+class _Unbatchable(Exception):
+    """An op that consumes random generators and is neither a random variable nor an
+    inner graph of them (a ``Scan`` of draws): batching it could share one stream across
+    the batch."""
+
+
 def _batched_draws(flat_draw, num, batched: dict | None = None):
     """``flat_draw`` (a vector: one draw of the model's forward graph) as a matrix of ``num``
     independent draws, or None where the graph holds an op this cannot batch safely.
@@ -1052,21 +1058,25 @@ def _batched_draws(flat_draw, num, batched: dict | None = None):
     Every ``RandomVariable`` gets ``num`` prepended to its batch shape; a parameter that is
     already batched (it depends on a random variable) gets singleton axes after its batch
     axis, so that it lines up with the variable's own batch dimensions from the right.
+    PyMC's symbolic distributions (an ``OpFromGraph`` of random variables and other ops:
+    ``HalfCauchy``, mixtures) are inlined and their inner graphs batched by the same rules.
     PyTensor's generic ``vectorize_graph`` cannot be used as it stands: it batches a
     random variable by the shape of its *first* parameter only. Every other op is batched by
     ``vectorize_node`` (deterministic ops: at worst PyTensor loops over the batch); where it
-    cannot, this returns None. Ops that consume random generators but are not plain random
-    variables (PyMC's symbolic distributions, which hold several of them) are refused:
-    batching them could silently share one stream across the batch.
+    cannot, this returns None. Other ops that consume random generators (a ``Scan`` of
+    draws) are refused: batching them could silently share one stream across the batch.
     """
+    from pytensor.compile.builders import OpFromGraph
+    from pytensor.compile.rewriting import inline_ofg_node
     from pytensor.graph.replace import _vectorize_node
     from pytensor.graph.traversal import toposort
     from pytensor.tensor.random.op import RandomVariable
     from pytensor.tensor.random.type import RandomType
 
     batched = dict(batched or {})  # inputs already batched (a matrix of positions)
-    try:
-        for node in toposort([flat_draw], blockers=list(batched)):
+
+    def visit(outputs):
+        for node in toposort(outputs, blockers=list(batched)):
             inputs = [batched.get(i, i) for i in node.inputs]
             if isinstance(node.op, RandomVariable):
                 rng, size, *params = inputs
@@ -1082,16 +1092,27 @@ def _batched_draws(flat_draw, num, batched: dict | None = None):
                 new_size = pt.stack([pt.as_tensor(num, dtype="int64"),
                                      *[pt.as_tensor(shape[i], dtype="int64")
                                        for i in range(batch_ndim)]])
-                new_node = node.op.make_node(rng, new_size, *aligned)
+                outputs_new = node.op.make_node(rng, new_size, *aligned).outputs
+            elif isinstance(node.op, OpFromGraph) and any(
+                    isinstance(i.type, RandomType) for i in node.inputs):
+                # a symbolic distribution (PyMC's HalfCauchy: a Cauchy draw and its abs):
+                # its inner graph, inlined on the node's own inputs, batched op by op,
+                # each random variable in it by the rule above
+                inlined = inline_ofg_node(node)
+                visit(inlined)
+                outputs_new = [batched.get(o, o) for o in inlined]
             elif any(isinstance(i.type, RandomType) for i in node.inputs):
-                return None
+                raise _Unbatchable(node)
             elif any(a is not b for a, b in zip(inputs, node.inputs)):
                 new_node = _vectorize_node(node.op, node, *inputs)
+                outputs_new = new_node.outputs if hasattr(new_node, "outputs") else new_node
             else:
                 continue
-            outputs = new_node.outputs if hasattr(new_node, "outputs") else new_node
-            for old, new in zip(node.outputs, outputs):
+            for old, new in zip(node.outputs, outputs_new):
                 batched[old] = new
+
+    try:
+        visit([flat_draw])
         result = batched.get(flat_draw)
     except Exception:  # noqa: BLE001 - an op PyTensor cannot batch: draw one at a time
         return None
