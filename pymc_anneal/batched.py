@@ -66,7 +66,7 @@ def batched_ais(
     step_size: float | None = None,
     mass_matrix: str = "adapt",
     num_tuning_bands: int = 8,
-    num_pilot: int = 256,
+    num_pilot: int = 250,
     target_acceptance: float | None = None,
     momentum_refresh: float | None = None,
     checkpoint=None,

@@ -425,7 +425,7 @@ MASS_MATRICES = ("adapt", "base", "identity")
 
 
 def check_tuning(*, step_size=None, momentum_refresh=None, mass_matrix="adapt",
-                 num_tuning_bands=8, num_pilot=256, target_acceptance=None,
+                 num_tuning_bands=8, num_pilot=250, target_acceptance=None,
                  schedule=None) -> dict:
     """The entry points' tuning arguments, checked, as keyword arguments of
     :class:`pymc_anneal.driver.TuningOptions`.

@@ -113,10 +113,10 @@ def test_a_long_fixed_schedule_is_thinned_for_the_pilot_only(monkeypatch):
     calls = []
     original_run = tuning.CompiledLoop.run
 
-    def counting_run(self, rng, arrays, state, log_w, chains, *args):
+    def counting_run(self, rng, arrays, state, log_w, chains, *args, **kwargs):
         if chains == 1:  # the pilot's one population (the main run has two chains)
             calls.append(len(arrays["beta"]))
-        return original_run(self, rng, arrays, state, log_w, chains, *args)
+        return original_run(self, rng, arrays, state, log_w, chains, *args, **kwargs)
 
     monkeypatch.setattr(tuning.CompiledLoop, "run", counting_run)
     thinned = run()

@@ -62,7 +62,7 @@ class RunOptions:
 
 def run_options(*, kernel=None, backend: str = "auto", progressbar: bool = True,
                 num_leapfrog_steps: int | None = None, step_size=None, momentum_refresh=None,
-                mass_matrix: str = "adapt", num_tuning_bands: int = 8, num_pilot: int = 256,
+                mass_matrix: str = "adapt", num_tuning_bands: int = 8, num_pilot: int = 250,
                 target_acceptance=None, schedule=None) -> RunOptions:
     """The entry points' run arguments, checked, as a :class:`RunOptions`.
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from pymc_anneal.backends import interruptible
+from pymc_anneal.backends import interruptible, loops_reuse_pilot_shape
 from pymc_anneal.driver.cache import compiled_loop
 from pymc_anneal.driver.checkpoint import Checkpoint, Stage
 from pymc_anneal.driver.memory import check_run_memory
@@ -290,6 +290,7 @@ class _Plan:
     initial_positions: np.ndarray | None
     path_parameters: list
     num_chunks: int
+    block: int | None = None  # particles per loop call (the pilot's shape), else all
 
     @property
     def run_chains(self) -> int:
@@ -314,7 +315,21 @@ def _plan(path, options: RunOptions, direction: str, draws: int, chains: int,
         initial_positions, direction=direction, shape=(draws * chains, path.num_dims),
         dtype=path.dtype, own_base_draws=check)
     return _Plan(options, kernel, backend, direction, draws, chains, check, initial_positions,
-                 [path.parameters[k] for k in sorted(path.parameters)], num_chunks)
+                 [path.parameters[k] for k in sorted(path.parameters)], num_chunks,
+                 _block(kernel, options, backend, draws))
+
+
+def _block(kernel: Kernel, options: RunOptions, backend: str, draws: int) -> int | None:
+    """The particles per loop call of a run: the pilot's ``num_pilot`` where the loop is
+    compiled for the pilot's shape, it divides every chain's ``draws`` and the backend
+    runs blocks of that shape as fast as the whole
+    (:func:`~pymc_anneal.backends.loops_reuse_pilot_shape`): the run then needs no compile
+    of its own. Else None: all particles in each call."""
+    tuning = options.tuning
+    if (draws % tuning.num_pilot or not needs_pilot(kernel.parameters, tuning)
+            or not loops_reuse_pilot_shape(backend)):
+        return None
+    return tuning.num_pilot
 
 
 def check_run(path, options: RunOptions, *, draws: int, chains: int, num_steps: int,
@@ -349,7 +364,9 @@ def _compile(path, plan: _Plan, run_shape: bool = True) -> CompiledLoop:
 
 def _precompile_run(loop: CompiledLoop, path, plan: _Plan) -> None:
     """Start the compile of the run's shape (in the background where the loop compiles per
-    shape)."""
+    shape); none where the run goes in blocks of the pilot's shape."""
+    if plan.block is not None:
+        return
     field_dtypes = [f.dtype or path.dtype for f in plan.kernel.state]
     loop.precompile(plan.draws * plan.run_chains, plan.run_chains, path.num_dims,
                     field_dtypes, plan.path_parameters)
@@ -414,7 +431,7 @@ def _anneal(loop: CompiledLoop | None, path, plan: _Plan, betas: np.ndarray, val
             continue
         run_rng, state, log_w, chunk_stats = loop.run(
             run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w,
-            plan.run_chains, plan.path_parameters)
+            plan.run_chains, plan.path_parameters, block=plan.block)
         for name, value in chunk_stats.items():
             stats.setdefault(name, []).append(value)
         stage.save_pass(pass_index, betas, values, state, log_w, stats, run_rng, stop)

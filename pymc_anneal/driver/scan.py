@@ -49,8 +49,9 @@ from pymc_anneal.kernels.base import Kernel
 from pymc_anneal.paths import one_off_graph
 from pymc_anneal.validation import missing_gradient
 
-__all__ = ["BackendUnsupportedError", "CompiledLoop", "NoGradientError", "backend_message",
-           "build_loop", "jax_failure", "jax_obstacle", "pad_steps"]
+__all__ = ["BLOCK_STAT_NAMES", "BackendUnsupportedError", "CompiledLoop", "NoGradientError",
+           "backend_message", "build_loop", "combine_blocks", "jax_failure", "jax_obstacle",
+           "pad_steps"]
 
 
 class BackendUnsupportedError(AnnealingError):
@@ -170,6 +171,11 @@ def jax_failure(error: BaseException, *, tracing: bool = False, argument: str = 
 STAT_NAMES = ("acceptance_rate", "divergences", "log_z", "ess", "log_ratio_var")
 """Per-step statistics of a chunk, each of shape (steps, chains)."""
 
+BLOCK_STAT_NAMES = ("log_ratio_mean",)
+"""Per-step statistics that a loop computes only to combine the blocks of a chain
+(:func:`combine_blocks`), and that :meth:`CompiledLoop.run` does not return: the weighted
+mean of the slope, whose chain's variance needs each block's mean."""
+
 
 def _logsumexp_rows(x):
     m = pt.max(x, axis=1, keepdims=True)
@@ -204,9 +210,10 @@ def _chain_statistics(per_chain, slope, info):
     mean = (weights * ratio).sum(axis=1)
     ratio_var = (weights * (ratio - mean[:, None]) ** 2).sum(axis=1)
     ratio_var = pt.switch(pt.isfinite(lse), ratio_var, 0.0)
+    mean = pt.switch(pt.isfinite(lse), mean, 0.0)
     extra = [pt.as_tensor(x).astype("float64").reshape(chains).mean(axis=1)
              for x in info.extra]
-    return accept, diverge.astype("int64"), log_z, ess, ratio_var, *extra
+    return accept, diverge.astype("int64"), log_z, ess, ratio_var, mean, *extra
 
 
 def _chunk_graph(path, kernel: Kernel, chunk_length: int | None) -> tuple:
@@ -343,24 +350,63 @@ class CompiledLoop:
             self.failure = failure
             raise failure from error
 
-    def run(self, rng, arrays: dict, state: dict, log_w, num_chains: int, path_parameters: list):
+    def run(self, rng, arrays: dict, state: dict, log_w, num_chains: int,
+            path_parameters: list, block: int | None = None):
         """Run the steps in ``arrays`` (beta, delta_beta and the kernel's parameters).
 
         ``log_w`` is flat (particles,), the particles of chain c being the c-th block of
         ``particles / num_chains``. Returns ``(rng, state, log_w, stats)`` with each
         statistic of shape (steps, chains).
+
+        ``block``: where it divides each chain's particles, they go through the loop
+        ``block`` at a time, one chain's block per call (chain by chain, in order), and
+        each chain's statistics are combined from its blocks' (:func:`combine_blocks`):
+        a loop that compiles per shape (JAX's) then runs the whole run on the shape it
+        was compiled for for the pilot, which has one chain of ``block`` particles.
         """
         if self.failure is not None:
             raise self.failure
-        length = arrays["beta"].size
-        num_state = len(self.field_names)
-        step = self.chunk_length or max(length, 1)
         log_w = np.asarray(log_w).reshape(num_chains, -1)
-        pieces: dict[str, list] = {name: [] for name in self.stat_names}
+        draws = log_w.shape[1]
+        pieces = self._pieces(arrays)
+        if block is None or draws % block or (num_chains == 1 and block == draws):
+            rng, state, log_w, stats = self._calls(rng, pieces, state, log_w,
+                                                   path_parameters)
+            return rng, state, log_w.reshape(-1), self._public(stats)
+        states, weights, block_stats = [], [], []
+        flat = log_w.reshape(-1)
+        for start in range(0, flat.size, block):
+            rows = slice(start, start + block)
+            rng, part, part_w, part_stats = self._calls(
+                rng, pieces, {k: v[rows] for k, v in state.items()},
+                flat[rows].reshape(1, block), path_parameters)
+            states.append(part)
+            weights.append(part_w.reshape(-1))
+            block_stats.append(part_stats)
+        state = {k: np.concatenate([np.asarray(part[k]) for part in states])
+                 for k in self.field_names}
+        stats = combine_blocks(block_stats, num_chains, block)
+        return rng, state, np.concatenate(weights), self._public(stats)
+
+    def _pieces(self, arrays: dict) -> list:
+        """The calls' step arrays (padded to the static length where there is one), each
+        with the number of its steps that are not padding."""
+        length = arrays["beta"].size
+        step = self.chunk_length or max(length, 1)
+        pieces = []
         for start in range(0, length, step):
             piece = {k: v[start:start + step] for k, v in arrays.items()}
             if self.chunk_length is not None:
                 piece = pad_steps(self.parameters, piece, self.chunk_length)
+            pieces.append((piece, min(step, length - start)))
+        return pieces
+
+    def _calls(self, rng, pieces: list, state: dict, log_w, path_parameters: list):
+        """``pieces`` through the loop from ``state`` and ``log_w`` (chains, draws)."""
+        num_state = len(self.field_names)
+        num_chains = log_w.shape[0]
+        collected: dict[str, list] = {name: [] for name in self.stat_names}
+        for piece, taken in pieces:
             try:
                 out = self.chunk_fn(
                     rng, piece["beta"], piece["delta_beta"],
@@ -375,12 +421,61 @@ class CompiledLoop:
                 raise failure from error
             rng, log_w = out[0], out[1 + num_state]
             state = dict(zip(self.field_names, out[1:1 + num_state]))
-            taken = min(step, length - start)
             for name, o in zip(self.stat_names, out[2 + num_state:]):
-                pieces[name].append(np.asarray(o)[:taken])
+                collected[name].append(np.asarray(o)[:taken])
         stats = {name: (np.concatenate(v) if v else np.zeros((0, num_chains)))
-                 for name, v in pieces.items()}
-        return rng, state, np.asarray(log_w).reshape(-1), stats
+                 for name, v in collected.items()}
+        return rng, state, np.asarray(log_w), stats
+
+    @staticmethod
+    def _public(stats: dict) -> dict:
+        return {k: v for k, v in stats.items() if k not in BLOCK_STAT_NAMES}
+
+
+def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    """Log-sum-exp along ``axis``, -inf where every term is, +inf where one is."""
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.exp(x - m).sum(axis=axis)) + np.squeeze(m, axis)
+
+
+def combine_blocks(block_stats: list[dict], num_chains: int, block: int) -> dict:
+    """The per-chain statistics of chains whose particles ran in blocks of ``block``:
+    ``block_stats`` holds each block's statistics, (steps, 1) each, chain by chain (every
+    chain the same number of blocks). What :func:`_chain_statistics` gives on a whole
+    chain, to rounding: means (the acceptance rate, a kernel's own statistics) are the
+    blocks' means, divergences their sum; the log-mean-exp of the weights, their ESS
+    (from each block's sums of the weights and of their squares) and the weighted variance
+    of the slope (the law of total variance over the blocks, weighted by their weights'
+    sums, from each block's weighted mean) are pooled exactly."""
+    num_blocks = len(block_stats) // num_chains
+
+    def stacked(name):  # (steps, chains, blocks)
+        return np.concatenate([s[name] for s in block_stats], axis=1).reshape(
+            -1, num_chains, num_blocks)
+
+    pooled = {"log_z", "ess", "log_ratio_var", *BLOCK_STAT_NAMES}
+    out = {name: (stacked(name).sum(axis=2) if name == "divergences"
+                  else stacked(name).mean(axis=2))
+           for name in block_stats[0] if name not in pooled}
+    lse_b = stacked("log_z") + np.log(block)  # each block's log-sum-exp of the weights
+    ess = stacked("ess")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lse = _logsumexp(lse_b, axis=2)
+        finite = np.isfinite(lse)
+        lse2 = _logsumexp(np.where(ess > 0, 2.0 * lse_b - np.log(ess), -np.inf), axis=2)
+        out["log_z"] = lse - np.log(float(block * num_blocks))
+        out["ess"] = np.where(finite, np.exp(2.0 * lse - lse2), 0.0)
+        share = np.where(np.isfinite(lse_b) & finite[..., None],
+                         np.exp(lse_b - np.where(finite, lse, 0.0)[..., None]), 0.0)
+        mean_b = np.where(share > 0, stacked("log_ratio_mean"), 0.0)
+        var_b = np.where(share > 0, stacked("log_ratio_var"), 0.0)
+        mean = (share * mean_b).sum(axis=2)
+        var = (share * (var_b + (mean_b - mean[..., None]) ** 2)).sum(axis=2)
+    out["log_ratio_var"] = np.where(finite, var, 0.0)
+    out["log_ratio_mean"] = np.where(finite, mean, 0.0)
+    return out
 
 
 @without_creation_traces
@@ -427,7 +522,8 @@ def build_loop(path, kernel: Kernel, backend: str) -> CompiledLoop:
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return CompiledLoop(kernel.parameters, tuple(f.name for f in kernel.state), init_fn,
-                        chunk_fn, chunk_length, STAT_NAMES + tuple(kernel.statistics),
+                        chunk_fn, chunk_length,
+                        STAT_NAMES + BLOCK_STAT_NAMES + tuple(kernel.statistics),
                         tuple(f.per_dimension for f in kernel.state), backend)
 
 

@@ -137,7 +137,7 @@ class TuningOptions:
     fixed: Mapping[str, float] = field(default_factory=dict)
     mass_matrix: str = "adapt"
     num_bands: int = 8
-    num_pilot: int = 256
+    num_pilot: int = 250
     target_acceptance: float | None = None
     adapt_schedule: bool = False
     auto_variance: float | None = None

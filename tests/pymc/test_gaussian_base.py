@@ -167,7 +167,7 @@ def test_closed_form_evidence_at_default_settings(name, options):
     assert idata.attrs["num_steps"] == auto_num_steps(idata.attrs["thermodynamic_length"],
                                                       AUTO_VARIANCE, idata.attrs["inefficiency"])
     assert idata.attrs["auto_reruns"] == 0
-    assert idata.attrs["fit_steps"] == 500 and idata.attrs["fit_draws"] >= 256
+    assert idata.attrs["fit_steps"] == 500 and idata.attrs["fit_draws"] >= 250
 
 
 def test_posterior_is_mapped_back_to_the_model_space(normal_mean):
