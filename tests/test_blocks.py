@@ -130,3 +130,18 @@ def test_a_run_whose_draws_the_pilot_does_not_divide_keeps_its_shape(monkeypatch
                   model=target.build(), random_seed=3, progressbar=False)
     assert (1, 100) in called and (3, 150) in called  # the pilot's, then the run's
     assert (450, 3) in compiled
+
+
+def test_a_long_pass_compiles_its_own_shape(monkeypatch):
+    """More than ``MAX_BLOCKED_STEPS`` temperatures: the fixed cost of the loop's steps,
+    paid once per block, would cost more than the compile (seeds_centered at 640)."""
+    pytest.importorskip("jax")
+    import pymc_anneal as pa
+    from pymc_anneal.driver.run import MAX_BLOCKED_STEPS
+
+    target = _normal_mean()
+    called, compiled = _record_shapes(monkeypatch)
+    pa.sample_ais(draws=200, chains=2, num_pilot=100, num_steps=MAX_BLOCKED_STEPS + 1,
+                  base="prior", backend="jax", model=target.build(), random_seed=3,
+                  progressbar=False)
+    assert (2, 200) in called and (400, 2) in compiled

@@ -66,6 +66,16 @@ __all__ = ["DIRECTIONS", "AnnealingRun", "check_run", "run_annealing", "run_pilo
 
 DIRECTIONS = ("forward", "backward")
 
+MAX_BLOCKED_STEPS = 500
+"""The most temperatures of a pass that goes through the pilot's loop in blocks
+(:func:`_block`); a longer pass compiles its own shape. A call over fewer particles pays
+the loop's fixed cost per step more often: at 640 temperatures (a warm second call, JAX on
+two cores, 2026-11-30) posteriordb's seeds_centered (26 parameters, 21 observations) took
+3.60 s in blocks against 2.83 s whole, Rate_3 0.26 against 0.18 s, so the blocks lose about
+a compile's worth (0.3-1.2 s) near 500 temperatures on cheap models; on radon's 90-d model
+(919 observations) they won at any length (14.9 against 21.1 s: a block's intermediates
+stay in the cache)."""
+
 
 @dataclass
 class AnnealingRun:
@@ -316,16 +326,21 @@ def _plan(path, options: RunOptions, direction: str, draws: int, chains: int,
         dtype=path.dtype, own_base_draws=check)
     return _Plan(options, kernel, backend, direction, draws, chains, check, initial_positions,
                  [path.parameters[k] for k in sorted(path.parameters)], num_chunks,
-                 _block(kernel, options, backend, draws))
+                 _block(kernel, options, backend, draws, num_steps))
 
 
-def _block(kernel: Kernel, options: RunOptions, backend: str, draws: int) -> int | None:
+def _block(kernel: Kernel, options: RunOptions, backend: str, draws: int,
+           num_steps: int) -> int | None:
     """The particles per loop call of a run: the pilot's ``num_pilot`` where the loop is
     compiled for the pilot's shape, it divides every chain's ``draws`` and the backend
     runs blocks of that shape as fast as the whole
     (:func:`~pymc_anneal.backends.loops_reuse_pilot_shape`): the run then needs no compile
-    of its own. Else None: all particles in each call."""
+    of its own, unless a pass is longer than :data:`MAX_BLOCKED_STEPS` (``num_steps``:
+    the schedule's, whose length ``"auto"`` chooses later, pass by pass). Else None: all
+    particles in each call."""
     tuning = options.tuning
+    if num_steps > MAX_BLOCKED_STEPS and tuning.auto_variance is None:
+        return None
     if (draws % tuning.num_pilot or not needs_pilot(kernel.parameters, tuning)
             or not loops_reuse_pilot_shape(backend)):
         return None
@@ -425,13 +440,14 @@ def _anneal(loop: CompiledLoop | None, path, plan: _Plan, betas: np.ndarray, val
         done = stored["done_steps"]
         progress("annealing", done)
     chunks = _chunks(num_steps, plan.num_chunks, loop.chunk_length if loop else None)
+    block = plan.block if num_steps <= MAX_BLOCKED_STEPS else None
     prefetch_pareto_fit()  # the weight check's import, while the loop runs
     for start, stop in itertools.pairwise(chunks):
         if stop <= done:
             continue
         run_rng, state, log_w, chunk_stats = loop.run(
             run_rng, {k: v[start:stop] for k, v in arrays.items()}, state, log_w,
-            plan.run_chains, plan.path_parameters, block=plan.block)
+            plan.run_chains, plan.path_parameters, block=block)
         for name, value in chunk_stats.items():
             stats.setdefault(name, []).append(value)
         stage.save_pass(pass_index, betas, values, state, log_w, stats, run_rng, stop)
