@@ -71,22 +71,28 @@ def test_the_mixed_model_is_batched_in_one_call():
     assert len(np.unique(draws[:, 0])) == NUM_DRAWS  # independent draws, not one repeated
 
 
-@pytest.mark.slow
-def test_batched_draws_have_the_prior_distribution():
-    model = mixed_model()
+def _draws_against_reference(model, seed: int):
+    """20,000 batched draws and as many of the reference, after a two-sample KS test of
+    each coordinate (Bonferroni over them); with the columns' variable names."""
     d = _num_dims(model)
     n = 20_000
     sampler = adapter._prior_sampler(model, [True] * len(model.free_RVs), d)
-    batched = np.concatenate([sampler(np.random.default_rng(seed), n // 4) for seed in range(4)])
-    reference = _reference_draws(model, n, seed=99)
+    batched = np.concatenate([sampler(np.random.default_rng(s), n // 4) for s in range(4)])
+    reference = _reference_draws(model, n, seed=seed)
     p_values = [scipy.stats.ks_2samp(batched[:, j], reference[:, j]).pvalue for j in range(d)]
     assert min(p_values) > 0.001 / d  # Bonferroni over the coordinates
-    # the dependence the hierarchy induces: corr(mu, theta_j) = 1 / sqrt(1 + E[tau^2]) ... is
-    # compared with the reference (its sampling sd is about 1 / sqrt(n) = 0.007)
     names = []
     point = model.initial_point()
     for v in model.value_vars:
         names += [v.name] * int(np.size(point[v.name]))
+    return batched, reference, names
+
+
+@pytest.mark.slow
+def test_batched_draws_have_the_prior_distribution():
+    batched, reference, names = _draws_against_reference(mixed_model(), seed=99)
+    # the dependence the hierarchy induces: corr(mu, theta_j) = 1 / sqrt(1 + E[tau^2]) ... is
+    # compared with the reference (its sampling sd is about 1 / sqrt(n) = 0.007)
     mu, theta = names.index("mu"), names.index("theta")
     for j in range(theta, theta + 8):
         batched_r = np.corrcoef(batched[:, mu], batched[:, j])[0, 1]
@@ -145,19 +151,8 @@ def test_symbolic_distributions_are_batched_in_one_call():
 
 @pytest.mark.slow
 def test_batched_symbolic_draws_have_the_prior_distribution():
-    model = symbolic_model()
-    d = _num_dims(model)
-    n = 20_000
-    sampler = adapter._prior_sampler(model, [True] * len(model.free_RVs), d)
-    batched = np.concatenate([sampler(np.random.default_rng(seed), n // 4) for seed in range(4)])
-    reference = _reference_draws(model, n, seed=98)
-    p_values = [scipy.stats.ks_2samp(batched[:, j], reference[:, j]).pvalue for j in range(d)]
-    assert min(p_values) > 0.001 / d  # Bonferroni over the coordinates
+    batched, reference, names = _draws_against_reference(symbolic_model(), seed=98)
     # ln's log-scale is hc: the spread of ln given hc ties the coordinates' log magnitudes
-    names = []
-    point = model.initial_point()
-    for v in model.value_vars:
-        names += [v.name] * int(np.size(point[v.name]))
     hc, ln = names.index("hc_log__"), names.index("ln_log__")
     for draws in (batched, reference):
         r = scipy.stats.spearmanr(draws[:, hc], np.abs(draws[:, ln])).statistic
