@@ -78,15 +78,31 @@ def test_the_draws_cut_a_long_path_short():
 def test_draws_far_off_cost_variance_not_bias():
     """Draws moved three posterior standard deviations off and made half as wide (of other
     data, say): the run needs more temperatures, and the estimate stays right (the
-    defensive share, the prior, covers the posterior)."""
+    defensive share, the prior, covers the posterior). At this fixed K the weights' right
+    tail is rarely seen, so one run's estimate is skewed low (z < -3 at 4 of 108 seeds,
+    min -4.1, in blocks of the pilot's shape; 0 of 108, min -2.7, in whole calls; the
+    pooled weights of 40 seeds agree, KS p 0.04), and a run may say so (a heavy tail): the
+    mean weight stays unbiased, so eight runs pooled must meet the closed form within 4 of
+    their pooled SE."""
+    from pymc_anneal.estimators import estimate_log_z
+
     target = analytic.linear_regression(num_features=2, n=30, prior_sd=2.0)
     draws, _, cov = _posterior_draws(target, (2, 300), np.random.default_rng(2))
     centre = draws.mean(axis=(0, 1))
     poor = centre + 3.0 * np.sqrt(np.diag(cov)) + 0.5 * (draws - centre)
     idata = az.from_dict({"posterior": {"beta": poor}})
-    result = pa.sample_ais(model=target.build(), base=idata, num_steps=100, draws=500,
-                           chains=2, random_seed=7, progressbar=False)
-    _within(result, target.log_evidence)
+    pooled = []
+    for seed in range(7, 15):
+        with warnings.catch_warnings(record=True) as caught:  # the tail, seen or flagged
+            warnings.simplefilter("always")
+            result = pa.sample_ais(model=target.build(), base=idata, num_steps=100,
+                                   draws=500, chains=2, random_seed=seed, progressbar=False)
+        assert all("heavy tail" in str(w.message) for w in caught), [str(w.message)
+                                                                     for w in caught]
+        _within(result, target.log_evidence, k=5.0)
+        pooled.append(np.asarray(result["particles"]["log_weight"].values).ravel())
+    est = estimate_log_z(np.concatenate(pooled))
+    assert abs(est.log_z - target.log_evidence) < 4 * est.standard_error, est
 
 
 @pytest.mark.slow

@@ -408,7 +408,7 @@ def _report_a_long_laplace_path(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("d, narrow_sd, share, seed, reason", [
     (10, 0.3, 0.75, 1, "the prior base's run left short the mode at"),
-    (11, 0.5, 0.7, 14, "the prior's pilot left short the mode at")], ids=["run", "pilot"])
+    (11, 0.5, 0.7, 15, "the prior's pilot left short the mode at")], ids=["run", "pilot"])
 def test_a_mode_left_empty_gets_the_laplace_base(d, narrow_sd, share, seed, reason,
                                                  monkeypatch):
     """Tempering's blind spot (Woodard, Schmidler & Huber 2009), a narrow mode holding most
@@ -424,7 +424,12 @@ def test_a_mode_left_empty_gets_the_laplace_base(d, narrow_sd, share, seed, reas
     came at 1 seed of 6 before a change of the pilot's streams, and at none of 16 after;
     with the check made to pass the rerun came at 14 seeds of 14.) ``pilot``: in 11-d, a
     mode of sd 0.5 and 70 % that the prior's pilot did not reach: the Laplace base runs at
-    once, whatever its pilot asks. Both estimates are the closed form."""
+    once, whatever its pilot asks. (The seed picks a case where the Laplace base's
+    importance check fails, so that it anneals and the reason is the census's; elsewhere
+    importance sampling from it is the run, and says so: this case came at 2 of seeds
+    10-17 with the pilot's 256 particles, seeds 10 and 14, and at 2 with its 250, 10 and
+    15.) Both estimates are the closed form; the weights' own warnings (a heavy tail: the
+    ``run`` case's k-hat was 0.53 at 250 pilot particles) may come with them."""
     _report_a_long_laplace_path(monkeypatch)
     if reason.startswith("the prior base's run"):
         from pymc_anneal.pymc import bases
@@ -433,7 +438,10 @@ def test_a_mode_left_empty_gets_the_laplace_base(d, narrow_sd, share, seed, reas
         monkeypatch.setattr(bases, "missed_modes",  # the pilot's check (factor=) passes
                             lambda *a, **k: [] if "factor" in k else real(*a, **k))
     model, exact = _unequal_modes(d, narrow_sd, share, 4.0, start_narrow=True)
-    idata = pa.sample_ais(model=model, random_seed=seed, **KW)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = pa.sample_ais(model=model, random_seed=seed, **KW)
+    assert all("heavy tail" in str(w.message) for w in caught), [str(w.message) for w in caught]
     assert idata.attrs["base"] == "laplace", dict(idata.attrs)
     assert idata.attrs["base_reason"].startswith(reason), idata.attrs["base_reason"]
     assert f"{100 * share:.0f} % of the posterior" in idata.attrs["base_reason"]
