@@ -79,11 +79,11 @@ def test_draws_far_off_cost_variance_not_bias():
     """Draws moved three posterior standard deviations off and made half as wide (of other
     data, say): the run needs more temperatures, and the estimate stays right (the
     defensive share, the prior, covers the posterior). At this fixed K the weights' right
-    tail is rarely seen, so one run's estimate is skewed low (z < -3 at 4 of 108 seeds,
-    min -4.1, in blocks of the pilot's shape; 0 of 108, min -2.7, in whole calls; the
-    pooled weights of 40 seeds agree, KS p 0.04), and a run may say so (a heavy tail): the
-    mean weight stays unbiased, so eight runs pooled must meet the closed form within 4 of
-    their pooled SE."""
+    tail is rarely seen, so one run's estimate is skewed low (z < -3 at 4 of 84 seeds,
+    min -4.1, in blocks of the pilot's shape; 0 of 84, min -2.7, in whole calls; the
+    weights of 40 seeds pooled: KS p 0.04 between the two, log-mean-exp -0.016 and -0.000
+    from the closed form), and a run may say so (a heavy tail): the mean weight stays
+    unbiased, so eight runs pooled must meet the closed form within 4 of their pooled SE."""
     from pymc_anneal.estimators import estimate_log_z
 
     target = analytic.linear_regression(num_features=2, n=30, prior_sd=2.0)
