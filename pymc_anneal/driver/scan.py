@@ -44,6 +44,7 @@ from pymc_anneal.backends import (
     static_loop_length,
     without_creation_traces,
 )
+from pymc_anneal.estimators import _logsumexp
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.kernels.base import Kernel
 from pymc_anneal.paths import one_off_graph
@@ -430,14 +431,6 @@ class CompiledLoop:
     @staticmethod
     def _public(stats: dict) -> dict:
         return {k: v for k, v in stats.items() if k not in BLOCK_STAT_NAMES}
-
-
-def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
-    """Log-sum-exp along ``axis``, -inf where every term is, +inf where one is."""
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(np.exp(x - m).sum(axis=axis)) + np.squeeze(m, axis)
 
 
 def combine_blocks(block_stats: list[dict], num_chains: int, block: int) -> dict:
