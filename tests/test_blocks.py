@@ -115,7 +115,7 @@ def test_a_run_on_a_cpu_goes_through_the_pilots_loop_in_blocks(monkeypatch):
     assert set(called) == {(1, 100)}
     assert set(compiled) == {(100, 1)}
     est = pa.log_evidence(idata)
-    assert abs(est.log_evidence - target.log_evidence) < 4 * est.standard_error + 0.01
+    assert abs(est.log_evidence - target.log_evidence) < 4 * est.standard_error
     stats = idata["annealing_stats"]
     assert stats["acceptance_rate"].shape[0] == 2  # the reported chains, as before
 
