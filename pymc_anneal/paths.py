@@ -57,8 +57,9 @@ from scipy.special import gammaln
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_probability
 
-__all__ = ["GibbsPath", "Path", "PathPoint", "check_gaussian_base", "fit_gaussian",
-           "gaussian_base_path", "in_one_off_graph", "mixture_base_path", "one_off_graph"]
+__all__ = ["GibbsPath", "Path", "PathPoint", "check_gaussian_base", "component_offsets",
+           "fit_gaussian", "gaussian_base_path", "in_one_off_graph", "mixture_base_path",
+           "one_off_graph"]
 
 _ONE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("one_off_graph", default=False)
 
@@ -529,6 +530,18 @@ def _floored_cholesky(cov: np.ndarray) -> np.ndarray:
         return np.linalg.cholesky((vectors * values) @ vectors.T)
 
 
+def component_offsets(chols: np.ndarray, component: np.ndarray,
+                      eps: np.ndarray) -> np.ndarray:
+    """``chols[component[n]] @ eps[n]`` for each row n: one matrix product per component
+    drawn (a gather of a (n, d, d) stack of factors and an ``einsum`` over it took 0.54 s
+    for 4,000 draws of a 90-d base)."""
+    out = np.empty_like(eps)
+    for k in np.unique(component):
+        rows = component == k
+        out[rows] = eps[rows] @ chols[k].T
+    return out
+
+
 def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: np.ndarray,
                       defensive: float = DEFENSIVE_WEIGHT,
                       defensive_width: float | None = None,
@@ -606,7 +619,7 @@ def mixture_base_path(path: Path, means: np.ndarray, covs: np.ndarray, weights: 
         eps = rng.standard_normal((num_draws, d))
         if df is not None:  # a Student-t: a Gaussian over the root of a chi-square / df
             eps = eps / np.sqrt(rng.chisquare(df, size=(num_draws, 1)) / df)
-        z = z_means[component] + np.einsum("nij,nj->ni", z_chols[component], eps)
+        z = z_means[component] + component_offsets(z_chols, component, eps)
         share = rng.random(num_draws) < defensive
         if share.any() and wide is not None:
             z[share] = wide * rng.standard_normal((int(share.sum()), d))

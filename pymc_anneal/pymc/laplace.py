@@ -34,6 +34,7 @@ from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.paths import (
     Path,
     _floored_cholesky,
+    component_offsets,
     fit_gaussian,
     mixture_base_path,
     one_off_graph,
@@ -448,7 +449,7 @@ def choose_width(path: Path, means: np.ndarray, covs: np.ndarray, weights: np.nd
     chols = np.array([_floored_cholesky(c) for c in np.asarray(covs, dtype=np.float64)])
     log_det = np.array([np.sum(np.log(np.diag(c))) for c in chols])
     component = rng.choice(num, size=WIDTH_DRAWS, p=weights)
-    offsets = np.einsum("nij,nj->ni", chols[component], rng.standard_normal((WIDTH_DRAWS, d)))
+    offsets = component_offsets(chols, component, rng.standard_normal((WIDTH_DRAWS, d)))
     scale = np.repeat(WIDTHS, -(-WIDTH_DRAWS // len(WIDTHS)))[:WIDTH_DRAWS]
     x = means[component] + scale[:, None] * offsets
     squares = _squared_distances(x, means, chols)

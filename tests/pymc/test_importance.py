@@ -184,6 +184,23 @@ def test_the_student_t_components_are_normalized_t_densities():
     np.testing.assert_allclose(np.cov(draws.T), covs[0] * 5.0 / 3.0, rtol=0.05, atol=0.01)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_component_offsets_are_each_rows_factor_times_its_noise(seed):
+    """:func:`~pymc_anneal.paths.component_offsets` (the mixture base's draws and the
+    width's): row n is ``chols[component[n]] @ eps[n]``, at random numbers of components
+    (some never drawn), dimensions and rows (none included)."""
+    from pymc_anneal.paths import component_offsets
+
+    rng = np.random.default_rng(seed)
+    num, d, n = rng.integers(1, 6), rng.integers(1, 40), rng.integers(0, 300)
+    chols = np.tril(rng.normal(size=(num, d, d)))
+    component = rng.choice(num, size=n, p=rng.dirichlet(np.full(num, 0.3)))
+    eps = rng.normal(size=(n, d))
+    expected = np.array([chols[k] @ e for k, e in zip(component, eps)]).reshape(n, d)
+    np.testing.assert_allclose(component_offsets(chols, component, eps), expected,
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_student_t_importance_estimates_are_unbiased_for_z():
     """As above, with Student-t components (the base the check uses): mean of Z-hat / Z
     over 300 seeds within 4 of its standard errors of 1."""
