@@ -29,8 +29,8 @@ from pymc_anneal.driver.run import AnnealingRun
 from pymc_anneal.estimators import effective_sample_size, estimate_log_z, pareto_k
 from pymc_anneal.paths import one_off_graph
 
-__all__ = ["BATCH_ROWS", "KERNEL", "MAX_PARETO_K", "MAX_SKEWNESS", "importance_check",
-           "importance_weights", "run_importance"]
+__all__ = ["BATCH_ROWS", "FIRST_DRAWS", "HOPELESS", "KERNEL", "MAX_PARETO_K", "MAX_SKEWNESS",
+           "importance_check", "importance_weights", "run_importance"]
 
 BATCH_ROWS = 2048
 """Base draws evaluated per call of the compiled log densities (bounds the memory of a
@@ -57,6 +57,21 @@ are checked again, rarely warns. Between batches of 4,000 draws from one fit the
 quadratic regression (0.51). Gaussian components under-cover the tails of a regression
 with an unknown scale (its coefficients' marginals are Student-t-like): there the check
 fails and the run anneals."""
+
+FIRST_DRAWS = 500
+"""The check draws whose weights are evaluated first (:func:`importance_check`): where
+they alone are :data:`HOPELESS` times over the target, the rest are not evaluated."""
+
+HOPELESS = 3.0
+r"""The factor over the target variance at which the first :data:`FIRST_DRAWS` check draws
+end the check. A batch whose :math:`\log(N / \mathrm{ESS})` stays within the target
+(:math:`\sigma^2 = 0.7`: ESS over half the draws) cannot hold a first share at
+:math:`3 \sigma^2` (ESS under 12 % of it) unless a few of its weights dominate that share,
+and those fail the whole batch's variance or skewness test anyway: one weight 70 times the
+rest's in 500 draws of 4,000 leaves the whole batch an ESS of 46 %. On radon's 90-d
+model the Laplace base's first share is at 5-6, and the check's remaining 3,500
+evaluations over 919 observations (0.23 s) and its Pareto fit's import (0.3 s, which the
+main run then makes in the background) are saved."""
 
 KERNEL = "none (importance sampling)"
 """The ``kernel`` setting of an importance-sampling result: no transition runs."""
@@ -104,9 +119,22 @@ def importance_check(path, *, draws: int, chains: int, rng: np.random.Generator,
     :func:`~pymc_anneal.diagnostics.weight_warnings`' findings (a low ESS, a heavy tail by
     Pareto :math:`\\hat k`, chains that disagree), and the skewness of the estimate's
     sampling distribution is at most :data:`MAX_SKEWNESS` (its standard error is then
-    trustworthy at this number of draws)."""
+    trustworthy at this number of draws). The first :data:`FIRST_DRAWS` draws are weighed
+    first: where they are :data:`HOPELESS` times over the target, the check fails there."""
     t0 = time.perf_counter()
-    log_w = importance_weights(path, path.sample_base(rng, draws * chains))
+    positions = path.sample_base(rng, draws * chains)
+    first = min(FIRST_DRAWS, positions.shape[0])
+    head = importance_weights(path, positions[:first])
+    head_variance = _log_n_over_ess(head)
+    if first < positions.shape[0] and head_variance > HOPELESS * target_variance:
+        return {"passed": False, "variance": head_variance, "skewness": float("nan"),
+                "ess_fraction": float(np.exp(-head_variance)),
+                "seconds": time.perf_counter() - t0,
+                "reason": (f"importance weights of the first {first} of {positions.shape[0]} "
+                           f"check draws from the base: log(N / ESS) = {head_variance:.3g}, "
+                           f"over {HOPELESS:g} times the target {target_variance:.3g} (the "
+                           "rest not evaluated)")}
+    log_w = np.concatenate([head, importance_weights(path, positions[first:])])
     log_w = log_w.reshape(chains, draws)
     if not np.any(np.isfinite(log_w)):
         return {"passed": False, "variance": float("inf"), "ess_fraction": 0.0,
@@ -128,6 +156,14 @@ def importance_check(path, *, draws: int, chains: int, rng: np.random.Generator,
     return {"passed": bool(passed), "variance": variance, "ess_fraction": ess / log_w.size,
             "skewness": skewness, "pareto_k": k_hat, "reason": reason,
             "seconds": time.perf_counter() - t0}
+
+
+def _log_n_over_ess(log_w: np.ndarray) -> float:
+    r""":math:`\log(N / \mathrm{ESS})` of ``log_w`` (infinite where no weight is finite)."""
+    if not np.any(np.isfinite(log_w)):
+        return float("inf")
+    ess = float(effective_sample_size(log_w))
+    return float(np.log(log_w.size / ess)) if ess > 0 else float("inf")
 
 
 def _mean_skewness(log_w: np.ndarray) -> float:

@@ -134,8 +134,11 @@ def test_the_check_and_the_run_draw_apart(monkeypatch):
     target = analytic.linear_regression(num_features=2, n=100, prior_sd=100.0)
     idata = pa.sample_ais(model=target.build(), random_seed=5, **KW)
     assert idata.attrs["kernel"] == importance.KERNEL
-    assert len(seen) == 2 and seen[0].shape == seen[1].shape == (1000, 2)
-    assert not np.isin(seen[0], seen[1]).any()
+    # the check weighs its first draws, then the rest; the reported batch comes last
+    assert [len(x) for x in seen] == [importance.FIRST_DRAWS, 1000 - importance.FIRST_DRAWS,
+                                      1000], [x.shape for x in seen]
+    check, reported = np.concatenate(seen[:-1]), seen[-1]
+    assert not np.isin(check, reported).any()
 
 
 def test_a_bimodal_posterior_at_the_defaults_is_right_or_warned():
@@ -215,6 +218,66 @@ def test_student_t_importance_estimates_are_unbiased_for_z():
                              np.array([[[0.3 / precision]]]), np.array([1.0]),
                              defensive=0.0, df=5.0)
     _assert_unbiased(path, target.log_evidence)
+
+
+def _normal_mean_base(shift: float, width: float, df: float = 5.0):
+    """A Student-t base for :func:`tests.analytic.normal_mean`'s posterior, its centre
+    ``shift`` posterior sds off and its scale ``width`` times the posterior's."""
+    from pymc_anneal.paths import mixture_base_path
+
+    target = analytic.normal_mean()
+    mp = adapter.model_path(target.build())
+    p, y = target.params, np.asarray(target.params["y"])
+    precision = 1 / p["prior_sd"] ** 2 + y.size / p["noise_sd"] ** 2
+    mean = (p["prior_mean"] / p["prior_sd"] ** 2 + y.sum() / p["noise_sd"] ** 2) / precision
+    sd = 1.0 / np.sqrt(precision)
+    return mixture_base_path(mp.path, np.array([[mean + shift * sd]]),
+                             np.array([[[(width * sd) ** 2]]]), np.array([1.0]),
+                             defensive=0.0, df=df)
+
+
+def test_the_first_draws_decide_nothing_that_all_draws_would_not(monkeypatch):
+    """The check's first stage (:data:`~pymc_anneal.driver.importance.FIRST_DRAWS` draws,
+    failing at :data:`~pymc_anneal.driver.importance.HOPELESS` times the target) gives the
+    decision of the whole batch: at 40 random bases, from a near fit to a hopeless one
+    (0-6 posterior sds off, 0.2-3 times as wide), the same as the check without it, on the
+    same draws; and some of them pass, some fail in the first stage, some after it."""
+    rng = np.random.default_rng(2026)
+    cases = [(rng.uniform(0.0, 6.0), np.exp(rng.uniform(np.log(0.2), np.log(3.0))))
+             for _ in range(40)]
+    staged, whole = [], []
+    for i, (shift, width) in enumerate(cases):
+        path = _normal_mean_base(shift, width)
+        kw = dict(draws=1000, chains=4, target_variance=0.7)
+        staged.append(importance.importance_check(path, rng=np.random.default_rng(i), **kw))
+        with monkeypatch.context() as m:
+            m.setattr(importance, "HOPELESS", np.inf)
+            whole.append(importance.importance_check(path, rng=np.random.default_rng(i),
+                                                     **kw))
+    for case, a, b in zip(cases, staged, whole):
+        assert a["passed"] == b["passed"], (case, a["reason"], b["reason"])
+    early = ["not evaluated" in c["reason"] for c in staged]
+    passed = [c["passed"] for c in staged]
+    assert any(passed) and any(early) and sum(early) < len(passed) - sum(passed), (
+        sum(passed), sum(early))
+
+
+def test_a_hopeless_base_is_weighed_on_its_first_draws_only(monkeypatch):
+    """A base far from the posterior: the check evaluates the first
+    :data:`~pymc_anneal.driver.importance.FIRST_DRAWS` draws' densities and fails there,
+    saying so."""
+    rows = []
+    weights = importance.importance_weights
+
+    def counted(path, positions):
+        rows.append(len(positions))
+        return weights(path, positions)
+
+    monkeypatch.setattr(importance, "importance_weights", counted)
+    check = importance.importance_check(_normal_mean_base(6.0, 0.3), draws=1000, chains=4,
+                                        rng=np.random.default_rng(0), target_variance=0.7)
+    assert not check["passed"] and rows == [importance.FIRST_DRAWS], (rows, check)
+    assert "first 500 of 4000" in check["reason"] and "not evaluated" in check["reason"]
 
 
 def test_importance_sampling_follows_set_data():
