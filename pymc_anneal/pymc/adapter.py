@@ -537,7 +537,7 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     outputs, flat_out = join_nonshared_inputs(initial_point, value_graphs, model.value_vars)
 
     base_scale = _prior_scale(sample_base, num_dims)
-    spread = _check_terms(model, initial_point, sample_base)
+    spread = _check_terms(model, initial_point, sample_base, lambda x: symbolic(x)[1])
     path = Path(
         num_dims=num_dims,
         build_log_densities=build_log_densities,
@@ -1175,7 +1175,8 @@ MIN_SPREAD_DRAWS = 50
 spread is recorded (``ModelPath.prior_log_lik_spread``)."""
 
 
-def _check_terms(model: pm.Model, initial_point: dict, sample_base) -> float | None:
+def _check_terms(model: pm.Model, initial_point: dict, sample_base,
+                 log_lik=None) -> float | None:
     """Refuse, naming them, the terms of the log-likelihood that no parameter value can make
     right, found at 200 prior draws before anything is compiled:
 
@@ -1192,11 +1193,23 @@ def _check_terms(model: pm.Model, initial_point: dict, sample_base) -> float | N
     interquartile range over 1.349 (a Gaussian's standard deviation), robust to the few
     extreme draws of a heavy-tailed prior (posteriordb's eight schools, a half-Cauchy
     scale: standard deviation 6,303, this 5.5); None where the prior cannot be drawn or
-    fewer than :data:`MIN_SPREAD_DRAWS` draws are finite."""
+    fewer than :data:`MIN_SPREAD_DRAWS` draws are finite.
+
+    ``log_lik``, the path's own log-likelihood of a batch of positions, is evaluated first:
+    where it is finite at some draw and ``+inf`` or NaN at none, no term can be either of
+    the above, and the terms are not built one by one (posteriordb's Survey: 10 s of its
+    first call, its likelihood a stack of 500 scalar terms)."""
     try:
         draws = sample_base(np.random.default_rng(1), 200)
     except AnnealingError:
         return None  # the prior cannot be drawn: checked where it is
+    if log_lik is not None:
+        batch = pt.matrix("batch", dtype="float64")
+        total = np.broadcast_to(np.asarray(
+            compile_one_off([batch], [log_lik(batch)])(draws)[0], dtype=np.float64),
+            (len(draws),))
+        if np.isfinite(total).any() and not (np.isnan(total) | np.isposinf(total)).any():
+            return _spread(total)
     observed, potentials = list(model.observed_RVs), list(model.potentials)
     terms = [pt.as_tensor(t) for t in model.logp(vars=observed + potentials, sum=False)]
     terms.append(pt.add(*[t.sum() for t in terms]) if terms else pt.constant(0.0))
@@ -1244,6 +1257,11 @@ def _check_terms(model: pm.Model, initial_point: dict, sample_base) -> float | N
             "integral diverges), so the model is not well defined there. A Potential adds a "
             "log density; a constraint is -inf where it fails and 0 where it holds, e.g. "
             "pm.Potential(name, pt.switch(condition, 0.0, -np.inf)).")
+    return _spread(total)
+
+
+def _spread(total: np.ndarray) -> float | None:
+    """:func:`_check_terms`' spread of the log-likelihood ``total`` at the prior draws."""
     finite = total[np.isfinite(total)]
     if finite.size < MIN_SPREAD_DRAWS:
         return None

@@ -107,3 +107,44 @@ def test_impossible_data_are_refused_naming_the_variable_and_positions(build, ma
         build(pm.Normal("mu", 0.0, 1.0))
     with pytest.raises(AnnealingError, match=match):
         pa.sample_ais(model=model, **KW)
+
+
+def _spread_models():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(60, 3))
+    with pm.Model() as regression:
+        beta = pm.Normal("beta", 0.0, 10.0, shape=3)
+        pm.Normal("y", x @ beta, pm.HalfNormal("sigma", 2.0), observed=rng.normal(size=60))
+    with pm.Model() as counts:
+        b = pm.Normal("b", 0.0, 2.0, shape=3)
+        pm.Poisson("n", pm.math.exp(x @ b), observed=rng.poisson(2.0, size=60))
+    with pm.Model() as mixture:
+        w = pm.Dirichlet("w", np.ones(2))
+        mu = pm.Normal("mu", [-1.0, 1.0], 3.0, shape=2)
+        pm.NormalMixture("z", w, mu, 1.0, observed=rng.normal(size=40))
+        pm.Potential("order", pt.switch(mu[0] < mu[1], 0.0, -np.inf))
+    return [regression, counts, mixture, _model(lambda mu: -(mu**2))]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_the_spread_is_the_terms_spread_and_needs_no_terms(index, monkeypatch):
+    """The log-likelihood's spread at the 200 prior draws, read off the path's own
+    log-likelihood where it is finite somewhere and never +inf or NaN (here: a regression,
+    a Poisson GLM, a mixture with a -inf ordering Potential, a finite Potential), equals
+    the one summed from the terms built one by one, and those terms are then not built."""
+    from pymc_anneal.pymc import adapter
+
+    model = _spread_models()[index]
+    calls = []
+    logp = pm.Model.logp
+
+    def recorded(self, *args, **kwargs):
+        calls.append(kwargs.get("sum", True))
+        return logp(self, *args, **kwargs)
+
+    monkeypatch.setattr(pm.Model, "logp", recorded)
+    mp = adapter.model_path(model)
+    assert False not in calls  # no term built on its own
+    terms = adapter._check_terms(model, adapter._value_shapes(model), mp.path.sample_base)
+    assert False in calls
+    np.testing.assert_allclose(mp.prior_log_lik_spread, terms, rtol=1e-9)
