@@ -32,6 +32,7 @@ __all__ = [
     "LogZEstimate",
     "effective_sample_size",
     "estimate_log_z",
+    "load_pareto_fit",
     "log_mean_exp",
     "pareto_k",
     "pooled_mean",
@@ -133,6 +134,14 @@ def pareto_k(log_w) -> float:
         return float("nan")
     with np.errstate(over="ignore", invalid="ignore"):  # its quantiles of a very heavy tail
         return float(array_stats.psislw(-(log_w - log_w.max()), r_eff=1.0)[1])
+
+
+def load_pareto_fit() -> None:
+    """Import the library of :func:`pareto_k` now, in this thread (a job for a wait:
+    :func:`~pymc_anneal.backends.add_waiting_jobs`)."""
+    import importlib
+
+    importlib.import_module(_PARETO_MODULE)
 
 
 def prefetch_pareto_fit() -> None:

@@ -52,8 +52,8 @@ from pymc_anneal.estimators import (
     systematic_resample,
 )
 
-__all__ = ["bdmc_tree", "path_attrs", "point_estimates_tree", "result_attrs", "sandwich_tree",
-           "schedule_name", "to_datatree", "versions"]
+__all__ = ["bdmc_tree", "load_array_backends", "path_attrs", "point_estimates_tree",
+           "result_attrs", "sandwich_tree", "schedule_name", "to_datatree", "versions"]
 
 
 def versions() -> str:
@@ -85,6 +85,13 @@ def result_attrs(method: str, *more: Mapping, **fields) -> dict:
 def path_attrs(path) -> dict:
     """A path's scalar ``info`` (its base and the like), as result attributes."""
     return {k: v for k, v in path.info.items() if isinstance(v, str | int | float)}
+
+
+def load_array_backends() -> None:
+    """Make a one-element Dataset: xarray's first one imports its array backends (Dask's,
+    where it is installed: 0.2 s), which a result's first Dataset would otherwise pay (a
+    job for a wait: :func:`~pymc_anneal.backends.add_waiting_jobs`)."""
+    xr.Dataset({"x": ("x", np.zeros(1))})
 
 
 def _tree(groups: dict[str, xr.Dataset], attrs: dict) -> xr.DataTree:

@@ -433,3 +433,52 @@ def test_the_loops_xla_level_is_given_on_cpus_only():
     assert cpu["xla_backend_optimization_level"] == 1
     assert "xla_backend_optimization_level" not in gpu
     assert cpu["xla_disable_hlo_passes"] == gpu["xla_disable_hlo_passes"] == "constant_folding"
+
+
+def test_waiting_jobs_run_while_a_compile_is_awaited_and_are_dropped_after():
+    """Within an entry point (:func:`~pymc_anneal.backends.waiting_jobs`), the jobs given
+    run in order in the waiting thread until the compile is done (here the second job
+    finishes it), a failing job is dropped silently, the jobs not reached are dropped
+    when the call returns, and nothing is kept outside a call or seen by another thread."""
+    import threading
+
+    from pymc_anneal import backends
+
+    ran, done = [], threading.Event()
+
+    @backends.waiting_jobs
+    def entry():
+        backends.add_waiting_jobs(lambda: ran.append("a"), lambda: 1 / 0,
+                                  lambda: (ran.append("b"), done.set()),
+                                  lambda: ran.append("c"))
+        seen = []
+        other = threading.Thread(target=lambda: seen.append(
+            getattr(backends._WAITING, "jobs", None)))
+        other.start()
+        other.join()
+        backends._wait(done)
+        return list(backends._WAITING.jobs), seen
+
+    left, seen = entry()
+    assert ran == ["a", "b"] and len(left) == 1 and seen == [None]
+    assert getattr(backends._WAITING, "jobs", None) is None
+    backends.add_waiting_jobs(lambda: ran.append("outside"))  # no call: nothing kept
+    backends._wait(done)
+    assert ran == ["a", "b"]
+
+
+def test_sample_ais_gives_its_later_work_to_the_waits_and_keeps_none(monkeypatch):
+    """``sample_ais`` gives its waits the Pareto fit's import, xarray's array backends and
+    the compile of its output map, and leaves no job behind."""
+    import pymc_anneal as pa
+    from pymc_anneal import backends
+    from pymc_anneal.pymc import sampling
+    from tests import analytic
+
+    given = []
+    monkeypatch.setattr(sampling, "add_waiting_jobs", lambda *jobs: given.extend(jobs))
+    pa.sample_ais(model=analytic.normal_mean().build(), draws=100, chains=2,
+                  progressbar=False, random_seed=1)
+    names = [getattr(job, "__name__", "") for job in given]
+    assert names == ["load_pareto_fit", "load_array_backends", "output_function"], names
+    assert getattr(backends._WAITING, "jobs", None) is None

@@ -122,6 +122,10 @@ class ModelPath:
                 out.setdefault(name, []).append(value)
         return {name: np.concatenate(v) for name, v in out.items()}
 
+    def output_function(self):
+        """The compiled map of :meth:`to_variables` (compiled once per path)."""
+        return self._function("outputs", self.output_graph)
+
     def to_variables(self, positions: np.ndarray,
                      rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
         """Map particles (chains, draws, d) in value space to the model's variables
@@ -130,8 +134,7 @@ class ModelPath:
         chains, draws, d = positions.shape
         flat = positions.reshape(chains * draws, d)
         discrete = self.draw_discrete(flat, rng if rng is not None else np.random.default_rng(0))
-        fn = self._function("outputs", self.output_graph)
-        values = fn(flat, *[discrete[v.name] for v in self.discrete_inputs])
+        values = self.output_function()(flat, *[discrete[v.name] for v in self.discrete_inputs])
         return {name: np.asarray(v).reshape(chains, draws, *np.shape(v)[1:])
                 for name, v in zip(self.output_names, values)}
 

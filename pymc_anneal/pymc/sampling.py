@@ -11,7 +11,7 @@ import pymc as pm
 import xarray as xr
 
 from pymc_anneal._digest import fingerprint
-from pymc_anneal.backends import interruptible
+from pymc_anneal.backends import add_waiting_jobs, interruptible, waiting_jobs
 from pymc_anneal.diagnostics import check_weights
 from pymc_anneal.driver import (
     AnnealingRun,
@@ -36,7 +36,8 @@ from pymc_anneal.driver.tuning import (
     auto_variance,
 )
 from pymc_anneal.exceptions import AnnealingError, warn
-from pymc_anneal.io import to_datatree
+from pymc_anneal.estimators import load_pareto_fit
+from pymc_anneal.io import load_array_backends, to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
 from pymc_anneal.pymc import bases
@@ -58,6 +59,7 @@ __all__ = ["AUTO_PILOT_STEPS", "AUTO_VARIANCE", "check_run_weights", "nan_log_de
            "sample_ais"]
 
 @interruptible()  # Ctrl-C stops the call, even when Python would lose it
+@waiting_jobs  # while it waits for a loop's compile: the imports and compile it needs later
 def sample_ais(
     draws: int = 1000,
     *,
@@ -335,6 +337,7 @@ def sample_ais(
     discrete = check_choice("discrete", discrete, DISCRETE_ROUTES)
     log_likelihood = check_idata_kwargs(idata_kwargs).get("log_likelihood", False)
     mp = model_path(model, discrete)
+    add_waiting_jobs(load_pareto_fit, load_array_backends, mp.output_function)
     ckpt, random_seed = open_checkpoint(checkpoint, lambda: model_content(model), arguments,
                                         random_seed)
     rng, seed_attr = check_random_seed(random_seed)
