@@ -416,7 +416,7 @@ def add_waiting_jobs(*jobs: Callable[[], object]) -> None:
 
 
 def _wait(done: threading.Event) -> None:
-    """Wait for ``done``, running this thread's :func:`while_waiting` jobs first."""
+    """Wait for ``done``, running this thread's jobs (:func:`add_waiting_jobs`) first."""
     jobs = getattr(_WAITING, "jobs", None)
     while jobs and not done.is_set():
         job = jobs.pop(0)
