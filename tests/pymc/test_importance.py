@@ -105,18 +105,24 @@ def test_a_poor_fit_fails_the_check_and_the_run_anneals(monkeypatch):
     _within(idata, target.log_evidence)
 
 
-def test_importance_estimates_are_unbiased_for_z_whatever_the_base():
-    """A base 1.5 posterior sds off and 0.7 times as wide (a heavy-ish weight tail): the
-    mean over 300 seeds of the importance estimates of Z / Z_exact is 1 within 4 of its
-    standard errors (exact for Z, not log Z)."""
+def _normal_mean_posterior():
+    """:func:`tests.analytic.normal_mean`: the target, its model path, and its posterior's
+    mean and standard deviation (conjugate, in closed form)."""
     target = analytic.normal_mean()
     mp = adapter.model_path(target.build())
     p, y = target.params, np.asarray(target.params["y"])
     precision = 1 / p["prior_sd"] ** 2 + y.size / p["noise_sd"] ** 2
     mean = (p["prior_mean"] / p["prior_sd"] ** 2 + y.sum() / p["noise_sd"] ** 2) / precision
-    sd = 1 / np.sqrt(precision)
+    return target, mp, mean, 1.0 / np.sqrt(precision)
+
+
+def test_importance_estimates_are_unbiased_for_z_whatever_the_base():
+    """A base 1.5 posterior sds off and 0.7 times as wide (a heavy-ish weight tail): the
+    mean over 300 seeds of the importance estimates of Z / Z_exact is 1 within 4 of its
+    standard errors (exact for Z, not log Z)."""
+    target, mp, mean, sd = _normal_mean_posterior()
     path = gaussian_base_path(mp.path, np.array([mean + 1.5 * sd]),
-                              np.array([[0.49 / precision]]), defensive=0.0)
+                              np.array([[0.49 * sd**2]]), defensive=0.0)
     _assert_unbiased(path, target.log_evidence)  # the test can see a bias of a few tenths
 
 
@@ -207,17 +213,7 @@ def test_component_offsets_are_each_rows_factor_times_its_noise(seed):
 def test_student_t_importance_estimates_are_unbiased_for_z():
     """As above, with Student-t components (the base the check uses): mean of Z-hat / Z
     over 300 seeds within 4 of its standard errors of 1."""
-    from pymc_anneal.paths import mixture_base_path
-
-    target = analytic.normal_mean()
-    mp = adapter.model_path(target.build())
-    p, y = target.params, np.asarray(target.params["y"])
-    precision = 1 / p["prior_sd"] ** 2 + y.size / p["noise_sd"] ** 2
-    mean = (p["prior_mean"] / p["prior_sd"] ** 2 + y.sum() / p["noise_sd"] ** 2) / precision
-    path = mixture_base_path(mp.path, np.array([[mean + 2.0 / np.sqrt(precision)]]),
-                             np.array([[[0.3 / precision]]]), np.array([1.0]),
-                             defensive=0.0, df=5.0)
-    _assert_unbiased(path, target.log_evidence)
+    _assert_unbiased(_normal_mean_base(2.0, np.sqrt(0.3)), analytic.normal_mean().log_evidence)
 
 
 def _normal_mean_base(shift: float, width: float, df: float = 5.0):
@@ -225,12 +221,7 @@ def _normal_mean_base(shift: float, width: float, df: float = 5.0):
     ``shift`` posterior sds off and its scale ``width`` times the posterior's."""
     from pymc_anneal.paths import mixture_base_path
 
-    target = analytic.normal_mean()
-    mp = adapter.model_path(target.build())
-    p, y = target.params, np.asarray(target.params["y"])
-    precision = 1 / p["prior_sd"] ** 2 + y.size / p["noise_sd"] ** 2
-    mean = (p["prior_mean"] / p["prior_sd"] ** 2 + y.sum() / p["noise_sd"] ** 2) / precision
-    sd = 1.0 / np.sqrt(precision)
+    _, mp, mean, sd = _normal_mean_posterior()
     return mixture_base_path(mp.path, np.array([[mean + shift * sd]]),
                              np.array([[[(width * sd) ** 2]]]), np.array([1.0]),
                              defensive=0.0, df=df)
