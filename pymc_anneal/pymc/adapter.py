@@ -44,6 +44,7 @@ from pytensor.tensor.random.type import RandomType
 from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
 from pymc_anneal.pymc.batched_scan import vectorized_scans
+from pymc_anneal.pymc.noncentered import noncentered_variables, reparametrize
 from pymc_anneal.pymc.stacks import lift_stacks, through_indexed_stacks
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, in_one_off_graph
@@ -69,7 +70,7 @@ class ModelPath:
     """A model's annealing path plus what is needed to map particles back to variables."""
 
     path: Path | None  # None when every free variable is discrete and summed out
-    value_names: tuple[str, ...]
+    value_names: tuple[str, ...]  # the model's value variables (value_slices: the path's)
     value_slices: tuple[tuple[str, slice, tuple[int, ...]], ...]
     signature: tuple
     output_names: tuple[str, ...]
@@ -84,7 +85,17 @@ class ModelPath:
     # the log-likelihood's spread at the build's 200 prior draws (an interquartile range in
     # standard deviations; None where the prior cannot be drawn or too few are finite)
     prior_log_lik_spread: float | None = None
+    # the free variables the path holds in non-centred coordinates (pymc/noncentered.py),
+    # and the map of points in the model's value space to the path's coordinates
+    noncentered: tuple[str, ...] = ()
+    _to_path: object = field(default=None, repr=False)
     _output_functions: dict = field(default_factory=dict, repr=False)
+
+    def coordinates(self, points: np.ndarray) -> np.ndarray:
+        """Points ``(n, d)`` in the model's value space (an initial point, prior draws) in
+        the path's coordinates: themselves, but where the path is non-centred."""
+        points = np.asarray(points, dtype=np.float64)
+        return points if self._to_path is None else np.asarray(self._to_path(points))
 
     @property
     def summed(self) -> tuple[str, ...]:
@@ -303,18 +314,24 @@ by the compound kernel), ``"auto"`` sums those it can and anneals the rest."""
 
 
 @without_creation_traces
-def model_path(model: pm.Model, discrete: str = "auto") -> ModelPath:
-    """Build (or reuse) the annealing path of ``model``; validates the model first."""
+def model_path(model: pm.Model, discrete: str = "auto",
+               noncentered: bool = False) -> ModelPath:
+    """Build (or reuse) the annealing path of ``model``; validates the model first. With
+    ``noncentered``, in non-centred coordinates for the variables of
+    :func:`~pymc_anneal.pymc.noncentered.noncentered_variables` (a continuous model with
+    such variables only: else the path as written)."""
     _check_model(model)
-    signature = (*_signature(model), discrete)
-    cached = _CACHE.get(model, {}).get(discrete)
+    names = noncentered_variables(model) if noncentered else ()
+    key = (discrete, names)
+    signature = (*_signature(model), *key)
+    cached = _CACHE.get(model, {}).get(key)
     if cached is not None and cached.signature == signature:
         return cached
     if any(_is_discrete(v) for v in model.value_vars):
         result = _build_discrete(model, signature, discrete)
     else:
-        result = _build(model, signature)
-    _CACHE.setdefault(model, {})[discrete] = result
+        result = _build(model, signature, names)
+    _CACHE.setdefault(model, {})[key] = result
     return result
 
 
@@ -504,7 +521,7 @@ def _batched_values(value_vars: list, slices: list, position) -> dict:
     return replace
 
 
-def _build(model: pm.Model, signature: tuple) -> ModelPath:
+def _build(model: pm.Model, signature: tuple, noncentered: tuple[str, ...] = ()) -> ModelPath:
     initial_point = _value_shapes(model)
     log_prior, log_lik = _stabilized(_checks_to_ninf([model.varlogp, model.datalogp]))
     num_dims = int(sum(np.size(initial_point[v.name]) for v in model.value_vars))
@@ -517,12 +534,13 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     # not the model: a WeakKeyDictionary (_CACHE) value must not hold its key
     value_vars = list(model.value_vars)
 
-    def symbolic(position):
+    def batched(graphs, inputs, position):
         position = pt.specify_shape(position, (None, num_dims))  # see _stabilized
         with vectorized_scans():  # a scan in the model: one scan over the batch
-            lp, ll = vectorize_graph([log_prior, log_lik],
-                                     replace=_batched_values(value_vars, slices, position))
-        return lp, ll
+            return vectorize_graph(graphs, replace=_batched_values(inputs, slices, position))
+
+    def symbolic(position):
+        return tuple(batched([log_prior, log_lik], value_vars, position))
 
     compiled = _CompiledDensities(symbolic)
 
@@ -537,10 +555,28 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
     rvs = list(model.free_RVs) + list(model.deterministics)
     names = tuple(rv.name for rv in rvs)
     value_graphs = model.replace_rvs_by_values(rvs)
-    outputs, flat_out = join_nonshared_inputs(initial_point, value_graphs, model.value_vars)
 
-    base_scale = _prior_scale(sample_base, num_dims)
     spread = _check_terms(model, initial_point, sample_base, lambda x: symbolic(x)[1])
+    to_path = None
+    if noncentered:  # the same checks, on the model as written; then the path's coordinates
+        nc = reparametrize(model, noncentered, initial_point)
+        jacobian, = _stabilized([nc.log_jacobian])
+        log_prior, log_lik, *value_graphs = graph_replace(
+            [log_prior + jacobian, log_lik, *value_graphs], nc.replace, strict=False)
+        points = pt.matrix("points", dtype="float64")
+        columns = batched(nc.to_path, value_vars, points)
+        to_path_fn = compile_one_off([points], [pt.concatenate(
+            [c.reshape((points.shape[0], -1)) for c in columns], axis=1)])
+
+        def to_path(x):
+            return np.asarray(to_path_fn(np.asarray(x, dtype=np.float64))[0])
+        slices = [(z.name, *rest) for z, (_, *rest) in zip(nc.value_vars, slices)]
+        value_vars = list(nc.value_vars)
+        initial_point = {z.name: np.zeros(shape) for z, (_, _, shape) in zip(value_vars, slices)}
+        sample_base = _mapped_sampler(sample_base, to_path)
+        compiled = _CompiledDensities(symbolic)
+    outputs, flat_out = join_nonshared_inputs(initial_point, value_graphs, value_vars)
+    base_scale = _prior_scale(sample_base, num_dims)
     path = Path(
         num_dims=num_dims,
         build_log_densities=build_log_densities,
@@ -550,7 +586,16 @@ def _build(model: pm.Model, signature: tuple) -> ModelPath:
         name=model.name or "model",
     )
     return ModelPath(path, tuple(v.name for v in model.value_vars), tuple(slices), signature,
-                     names, tuple(outputs), flat_out, prior_log_lik_spread=spread)
+                     names, tuple(outputs), flat_out, prior_log_lik_spread=spread,
+                     noncentered=noncentered, _to_path=to_path)
+
+
+def _mapped_sampler(sample_base, to_path):
+    """``sample_base``'s draws mapped by ``to_path`` (the model's value space to the
+    path's coordinates); its errors (a prior that cannot be drawn) are its own."""
+    def sample(rng: np.random.Generator, num_draws: int) -> np.ndarray:
+        return np.asarray(to_path(sample_base(rng, num_draws)))
+    return sample
 
 
 class _CompiledDensities:

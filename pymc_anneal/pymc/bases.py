@@ -40,12 +40,15 @@ from pymc_anneal.driver.tuning import Pilot, auto_num_steps
 from pymc_anneal.driver.tuning import bands as tuning_bands
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
-from pymc_anneal.pymc.adapter import initial_point, ordered_prior_mass
+from pymc_anneal.pymc.adapter import initial_point, model_path, ordered_prior_mass
+from pymc_anneal.pymc.noncentered import noncentered_variables
 from pymc_anneal.pymc.bridge import _functions, _posterior, _unconstrained_draws
 from pymc_anneal.pymc.laplace import (
     IMPORTANCE_DF,
     NUM_STARTS,
+    NeckError,
     draws_base_path,
+    fit_modes,
     laplace_base_path,
     missed_modes,
     side_stream,
@@ -57,7 +60,8 @@ from pymc_anneal.validation import check_choice
 __all__ = ["AUTO_BASE_STEPS", "AUTO_CENSUS_STEPS", "AUTO_IMPORTANCE", "AUTO_LAPLACE_STEPS",
            "AUTO_LAPLACE_WORK", "BASES", "LaplaceFit", "annealed_discrete", "base_choice",
            "choose_base", "draws_base", "gaussian_base", "importance_base", "laplace_first",
-           "laplace_pilot", "laplace_route", "modes_text", "predicted_prior_steps",
+           "laplace_pilot", "laplace_route", "modes_text", "noncentered_route",
+           "predicted_prior_steps",
            "second_opinion", "side_stream", "warn_modes_missed"]
 
 BASES = ("auto", "prior", "gaussian", "laplace")
@@ -189,6 +193,56 @@ def laplace_route(model, mp, base: str, rng: np.random.Generator):
                        "base_reason": f"prior cannot be drawn ({names}: transform=ordered)"}, modes
 
 
+NECK_KEY = 2**32 - 43
+"""The spawn key of the stream that :func:`noncentered_route`'s census draws its starts
+from (no run, and no other fit, reaches it)."""
+
+
+def noncentered_route(model, mp, discrete: str, rng: np.random.Generator) -> tuple:
+    """``(mp, attrs)``: the model's path in non-centred coordinates
+    (:mod:`pymc_anneal.pymc.noncentered`) where the model has Normal variables whose scale
+    is a free variable, the Laplace fit's census on the model as written runs into a
+    funnel's neck (an optimizer stopped where the density still climbs:
+    :class:`~pymc_anneal.pymc.laplace.NeckError` where that point is the highest, else
+    ``laplace_steep_points``), and the census in non-centred coordinates does not; else
+    ``(mp, {})``, the path as written. Where the neck is seen only from some starts, the
+    fit that ``base="auto"`` makes later, from other starts, may stop in it (and then
+    takes no Laplace base): so any steep point counts, not only the highest. Both
+    censuses start at the initial point and prior draws, from a stream of their own: what
+    ``rng`` draws afterwards is unchanged, so a model kept as written runs bit for bit as
+    before."""
+    names = noncentered_variables(model)
+    path = mp.path
+    if (mp.noncentered or not names or path is None or path.discrete_dims
+            or path.base_scale is None):
+        return mp, {}
+    neck = _neck(model, mp, rng)
+    if neck is None:
+        return mp, {}
+    noncentered = model_path(model, discrete, noncentered=True)
+    if _neck(model, noncentered, rng) is not None:
+        return mp, {}
+    return noncentered, {"noncentered": list(names), "noncentered_reason": (
+        f"the Laplace fit on the model as written ran into a funnel's neck ({neck}); in "
+        f"non-centred coordinates for {list(names)}, (value - mu) / sigma, it found a mode")}
+
+
+def _neck(model, mp, rng: np.random.Generator) -> str | None:
+    """What the census on ``mp``'s coordinates (:func:`noncentered_route`) found of a
+    funnel's neck, or None (a mode and no steep point, or a fit that failed otherwise)."""
+    stream = side_stream(rng, NECK_KEY)
+    try:
+        starts = _starts(model, mp, stream)
+        _, info = fit_modes(mp.path, starts, stream, num_starts=max(len(starts), NUM_STARTS))
+    except NeckError as error:
+        return str(error)
+    except AnnealingError:
+        return None
+    steep = info["laplace_steep_points"]
+    return (f"{steep} of its {len(starts)} optimizers stopped where the density still "
+            "climbs") if steep else None
+
+
 def importance_base(mp, modes: list, info: dict) -> tuple[Path, dict]:
     """The Laplace fit's base with Student-t components
     (:func:`~pymc_anneal.pymc.laplace.student_t_base_path`), for importance sampling from
@@ -210,9 +264,19 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
             f'base="laplace" covers continuous coordinates only, and this model anneals the '
             f"discrete variables {annealed_discrete(mp)}; use base=\"prior\" or "
             'base="gaussian".')
+    starts = _starts(model, mp, rng, positions)
+    return laplace_base_path(path, starts, rng, num_starts=max(len(starts), NUM_STARTS),
+                             prior_defensive=path.base_scale is not None)
+
+
+def _starts(model, mp, rng: np.random.Generator, positions=None) -> np.ndarray:
+    """The Laplace fit's starts (:func:`_laplace_base`), in the path's coordinates."""
+    path = mp.path
     point = initial_point(model)
-    start = np.concatenate([np.ravel(point[name]) for name, _, _ in mp.value_slices])
-    starts = np.where(np.isfinite(start), start, 0.0)[None, :]
+    names = mp.value_names if mp.noncentered else [name for name, _, _ in mp.value_slices]
+    start = np.concatenate([np.ravel(point[name]) for name in names])
+    start = mp.coordinates(np.where(np.isfinite(start), start, 0.0)[None, :])
+    starts = np.where(np.isfinite(start), start, 0.0)
     drawable = path.base_scale is not None
     if positions is not None:
         distinct = np.unique(np.asarray(positions, dtype=np.float64), axis=0)
@@ -220,8 +284,7 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
         starts = np.concatenate([starts, distinct[pick]])
     if drawable:
         starts = np.concatenate([starts, path.sample_base(rng, NUM_STARTS)])
-    return laplace_base_path(path, starts, rng, num_starts=max(len(starts), NUM_STARTS),
-                             prior_defensive=drawable)
+    return starts
 
 
 class LaplaceFit(NamedTuple):

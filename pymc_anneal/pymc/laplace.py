@@ -171,21 +171,21 @@ def fit_modes(path: Path, starts: np.ndarray, rng: np.random.Generator,
             "base can be fitted by optimization; give the free variables initial values "
             "(initval=) where the density is finite.")
     optima.sort(key=lambda o: -o[0])
-    modes, ridge, steep = [], None, None
+    modes, ridge, steep, num_steep = [], None, None, 0
     for value, x in optima:
         if any(_within_one_sd(x, mean, cov) for _, mean, cov in modes):
             continue
         cov, maximum = _inverse_negative_hessian(evaluate, x)
         steepness = float(np.max(np.abs(evaluate(x[None, :])[1][0]) * np.sqrt(np.diag(cov))))
         if not steepness <= MAX_STEEPNESS:  # still climbing: no mode
-            steep = steep or (value, steepness)
+            steep, num_steep = steep or (value, steepness), num_steep + 1
         elif maximum:  # a start where the gradient vanishes (a minimum, a saddle) is no mode
             modes.append((value, x, cov))
         else:
             ridge = ridge or (value, x, cov)
     highest = max([m[0] for m in modes[:1]] + [r[0] for r in [ridge] if r], default=-np.inf)
     if steep is not None and steep[0] > highest:
-        raise AnnealingError(
+        raise NeckError(
             f"the optimizer's highest point (log density {steep[0]:.1f}) is no maximum: the "
             f"gradient there is still {steep[1]:.3g} in units of the curvature's scale (a "
             f"mode's is about 0): the density grows without bound there (a funnel's neck?), "
@@ -193,7 +193,7 @@ def fit_modes(path: Path, starts: np.ndarray, rng: np.random.Generator,
     if not modes:  # no optimum is a maximum (a ridge): the highest, its spectrum floored
         modes.append(ridge)
     info = {"laplace_log_density": modes[0][0], "laplace_num_evaluations": count,
-            "laplace_modes": len(modes)}
+            "laplace_modes": len(modes), "laplace_steep_points": num_steep}
     return modes, info
 
 
@@ -267,6 +267,11 @@ def minimize_together(objective, starts: list, maxiter: int = 2000) -> list:
     if failed:
         raise failed[0]
     return results
+
+
+class NeckError(AnnealingError):
+    """The census's highest point is no maximum: the density grows without bound there (a
+    funnel's neck), so no Gaussian there is a base."""
 
 
 class _Stopped(Exception):

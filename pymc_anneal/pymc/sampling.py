@@ -344,6 +344,11 @@ def sample_ais(
     if mp.path is None:
         return add_arviz_groups(_exact_sum(model, mp, draws, chains, rng, options.backend,
                                            seed_attr), model, log_likelihood=log_likelihood)
+    reparametrized = {}  # a funnel's neck in the model as written: non-centred coordinates
+    if base_draws is None and (base == "laplace" or (base == "auto" and auto)):
+        mp, reparametrized = bases.noncentered_route(model, mp, discrete, rng)
+        if reparametrized:
+            add_waiting_jobs(mp.output_function)
     annealed = bases.annealed_discrete(mp)
     if annealed:
         options = _compound_kernel(options, annealed)
@@ -450,7 +455,7 @@ def sample_ais(
     tree = _to_datatree(model, result, variables, rng, {
         "schedule": schedule if isinstance(schedule, str) else "custom", "base": base,
         "model_fingerprint": fingerprint(model_content(model)),
-        **fit_info, **choice, **fallbacks, "random_seed": seed_attr,
+        **reparametrized, **fit_info, **choice, **fallbacks, "random_seed": seed_attr,
         "model": model.name or None,
         "summed_discrete": list(mp.summed) or None, "annealed_discrete": annealed or None,
         "discrete_notes": list(mp.discrete_notes) or None})

@@ -176,9 +176,11 @@ def _one(model, case, index, discrete, base, backend, seed, **options) -> Score:
                   discrete=discrete, base=base, backend=backend, dataset=index, seed=seed,
                   log_z=case.log_z[index])
     t0 = time.perf_counter()
-    # the Laplace base refuses a funnel's neck (the density grows without bound there)
-    expect_refusal = discrete in case.refused_routes or (
-        base == "laplace" and "funnel" in case.features)
+    expect_refusal = discrete in case.refused_routes
+    # a funnel: the Laplace base runs in non-centred coordinates where the census on the
+    # model as written runs into the neck; where it found a mode, a later fit from other
+    # starts may still stop in the neck, and then refuses before compiling anything
+    may_refuse = base == "laplace" and "funnel" in case.features
     with warnings.catch_warnings(record=True) as caught, count_loop_runs() as calls:
         warnings.simplefilter("always")
         try:
@@ -191,7 +193,7 @@ def _one(model, case, index, discrete, base, backend, seed, **options) -> Score:
             if expect_refusal:
                 score.error = f"expected an AnnealingError for discrete={discrete!r}, got a result"
         except AnnealingError as exc:
-            if expect_refusal and calls[0] == 0:
+            if (expect_refusal or may_refuse) and calls[0] == 0:
                 score.refused = True
             elif expect_refusal:
                 score.error = f"refused only after compiling ({calls[0]} loop runs): {exc}"

@@ -299,9 +299,13 @@ def test_a_funnel_neck_is_no_mode():
     1,228-2,282 temperatures and warned."""
     from tests.pymc.test_funnel import build_model
 
-    idata = pa.sample_ais(model=build_model(), random_seed=0, **KW)
-    assert idata.attrs["base"] == "prior", dict(idata.attrs)
-    assert "grows without bound" in idata.attrs["laplace_reason"]
+    model = build_model()
+    with pytest.raises(laplace.NeckError, match="grows without bound"):
+        bases._laplace_base(model, adapter.model_path(model), np.random.default_rng(0))
+    # base="auto" then takes non-centred coordinates (tests/pymc/test_noncentered.py)
+    idata = pa.sample_ais(model=model, random_seed=0, **KW)
+    assert idata.attrs["noncentered"] == ["theta"], dict(idata.attrs)
+    assert "ran into a funnel's neck" in idata.attrs["noncentered_reason"]
 
 
 def _vague_regression():
