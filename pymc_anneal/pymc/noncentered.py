@@ -91,7 +91,8 @@ def reparametrize(model: pm.Model, names: tuple[str, ...],
         z = pt.tensor(name=f"{rv.name}_noncentered__", dtype=value.dtype, shape=shape)
         mapped = loc + scale * z
         replace[value] = graph_replace(mapped, replace, strict=False) if replace else mapped
-        jacobians.append(pt.log(scale).sum())
+        # -inf, not NaN, where the scale is not positive (PyMC's own log density is -inf)
+        jacobians.append(pt.switch(scale > 0, pt.log(scale), -np.inf).sum())
         to_path.append((value - loc) / scale)
         value_vars.append(z)
     return Reparametrization(value_vars, replace, pt.add(*jacobians) if len(jacobians) > 1

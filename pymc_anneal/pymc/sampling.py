@@ -121,7 +121,12 @@ def sample_ais(
     pilot runs only where the Laplace base's asks for no fewer temperatures). The
     attributes ``base_reason``, ``prior_num_steps``, ``laplace_num_steps``,
     ``laplace_modes`` and ``laplace_mode_weights`` record the choice (``laplace_reason``
-    why no Laplace base could run).
+    why no Laplace base could run). A centred hierarchy (``theta ~ Normal(mu, tau)`` with
+    ``tau`` a free variable) has a funnel whose neck the optimizer runs into: where it
+    does on the model as written, and not in non-centred coordinates, the path holds
+    those variables as ``(theta - mu) / tau`` (PyMC's log density at the mapped point plus
+    the Jacobian: the same evidence; :mod:`pymc_anneal.pymc.noncentered`), and the
+    attributes ``noncentered`` and ``noncentered_reason`` say so.
 
     Before the Laplace base's loop is built, its base is checked for **importance
     sampling** alone: a batch of ``draws * chains`` draws of its own from it, whose weights

@@ -91,6 +91,21 @@ def test_the_log_density_is_pymcs_at_the_mapped_point_plus_the_jacobian():
                                rtol=1e-10, atol=1e-12)
 
 
+def test_a_scale_that_is_not_positive_gives_minus_infinity():
+    """A scale written ``s - 1`` is negative for ``s < 1``: PyMC's log density is ``-inf``
+    there, and so is the path's (not NaN: the Jacobian's log of a negative scale)."""
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 3.0)
+        pm.Normal("theta", 0.0, s - 1.0, shape=3)
+        pm.Normal("y", 0.0, 1.0, observed=[0.2])
+    mp = adapter.model_path(model, noncentered=True)
+    x = pt.matrix("x", dtype="float64")
+    lp, ll = mp.path.build_log_densities(x)
+    points = np.array([[np.log(0.5), 0.1, -0.2, 0.3], [np.log(3.0), 0.1, -0.2, 0.3]])
+    values = pytensor.function([x], lp + ll)(points)
+    assert values[0] == -np.inf and np.isfinite(values[1]), values
+
+
 def test_prior_draws_map_to_standard_normals():
     """The path's base draws are the model's own prior draws mapped: each non-centred
     coordinate is N(0, 1) whatever the scales (2,000 draws; KS test at a fixed seed)."""
