@@ -189,3 +189,31 @@ def test_the_neck_is_found_on_the_model_as_written():
     mp, attrs = bases.noncentered_route(model, written, "auto", np.random.default_rng(0))
     assert mp.noncentered == ("theta",) and attrs["noncentered"] == ["theta"]
     bases._laplace_base(model, mp, np.random.default_rng(0))  # a mode: no error
+
+
+def test_data_swapped_in_are_read_by_the_map_and_the_density():
+    """A location that reads a ``pm.Data`` container: after ``pm.set_data`` the path's log
+    density is PyMC's at the point mapped with the new data, and the map to the path's
+    coordinates uses them too (at 32 random points, before and after)."""
+    with pm.Model() as model:
+        w = pm.Data("w", np.array([1.0, -2.0, 0.5]))
+        y = pm.Data("y", np.array([0.4, -1.0, 0.9]))
+        mu = pm.Normal("mu", 0.0, 2.0)
+        tau = pm.HalfNormal("tau", 1.0)
+        theta = pm.Normal("theta", mu * w, tau, shape=3)
+        pm.Normal("obs", theta, 0.7, observed=y)
+    x = pt.matrix("x", dtype="float64")
+    rng = np.random.default_rng(21)
+    for w_value in ([1.0, -2.0, 0.5], [3.0, 0.25, -4.0]):
+        pm.set_data({"w": np.array(w_value), "y": rng.normal(size=3)}, model=model)
+        mp = adapter.model_path(model, noncentered=True)
+        lp, ll = mp.path.build_log_densities(x)
+        z = rng.standard_normal((32, 5)) * 2.0
+        got = pytensor.function([x], lp + ll)(z)
+        logp = model.compile_logp()
+        values = z.copy()
+        values[:, 2:] = z[:, :1] * np.array(w_value) + np.exp(z[:, 1:2]) * z[:, 2:]
+        for i in range(len(z)):
+            point = {"mu": values[i, 0], "tau_log__": values[i, 1], "theta": values[i, 2:]}
+            np.testing.assert_allclose(got[i], logp(point) + 3 * z[i, 1], rtol=1e-10)
+        np.testing.assert_allclose(mp.coordinates(values), z, rtol=1e-9, atol=1e-9)
