@@ -19,7 +19,7 @@ LAYERS = [
     ("kernels", ["kernels"]),
     ("driver", ["driver"]),
     ("models and results", ["energy", "pymc.adapter", "pymc.batched_scan", "pymc.stacks",
-                            "pymc.noncentered",
+                            "pymc.noncentered", "pymc.symmetry",
                             "pymc.discrete", "pymc.laplace", "io", "evidence"]),
     ("entry points", ["partition", "batched", "reverse", "pymc.bases", "pymc.sampling", "pymc.bdmc",
                       "pymc.smc", "pymc.arviz_groups", "pymc.bridge"]),

@@ -41,7 +41,6 @@ from pymc_anneal.driver.tuning import bands as tuning_bands
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
 from pymc_anneal.pymc.adapter import initial_point, model_path, ordered_prior_mass
-from pymc_anneal.pymc.noncentered import noncentered_variables
 from pymc_anneal.pymc.bridge import _functions, _posterior, _unconstrained_draws
 from pymc_anneal.pymc.laplace import (
     IMPORTANCE_DF,
@@ -54,6 +53,8 @@ from pymc_anneal.pymc.laplace import (
     side_stream,
     student_t_base_path,
 )
+from pymc_anneal.pymc.noncentered import noncentered_variables
+from pymc_anneal.pymc.symmetry import label_symmetries
 from pymc_anneal.schedules import make_schedule
 from pymc_anneal.validation import check_choice
 
@@ -266,7 +267,8 @@ def _laplace_base(model, mp, rng: np.random.Generator, positions=None) -> tuple:
             'base="gaussian".')
     starts = _starts(model, mp, rng, positions)
     return laplace_base_path(path, starts, rng, num_starts=max(len(starts), NUM_STARTS),
-                             prior_defensive=path.base_scale is not None)
+                             prior_defensive=path.base_scale is not None,
+                             label_candidates=label_symmetries(model, mp))
 
 
 def _starts(model, mp, rng: np.random.Generator, positions=None) -> np.ndarray:
