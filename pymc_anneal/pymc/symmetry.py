@@ -161,7 +161,8 @@ def find_symmetry(candidates: list[LabelSymmetry], evaluate, modes: list,
                   starts: np.ndarray, rng: np.random.Generator) -> LabelSymmetry | None:
     """The first of ``candidates`` that :func:`is_invariant` accepts, checked at half of
     :data:`CHECK_POINTS` of the census's ``starts`` and as many draws around its ``modes``
-    (``(log density, mean, cov)``), from a stream of its own; None where none is."""
+    (``(log density, mean, cov)``: normal draws with the modes' marginal scales), from a
+    stream of its own; None where none is."""
     if not candidates or not modes:
         return None
     from pymc_anneal.pymc.laplace import side_stream
@@ -170,9 +171,10 @@ def find_symmetry(candidates: list[LabelSymmetry], evaluate, modes: list,
     starts = np.asarray(starts, dtype=np.float64)
     pick = stream.choice(len(starts), size=min(CHECK_POINTS // 2, len(starts)), replace=False)
     around = []
-    for k in range(CHECK_POINTS - len(pick)):
+    for k in range(CHECK_POINTS - len(pick)):  # within the modes' marginal scales
         _, mean, cov = modes[k % len(modes)]
-        around.append(stream.multivariate_normal(mean, cov, method="eigh"))
+        scale = np.sqrt(np.abs(np.diag(cov)))
+        around.append(mean + scale * stream.standard_normal(mean.size))
     points = np.concatenate([starts[pick], np.array(around)])
     return next((s for s in candidates if is_invariant(s, evaluate, points)), None)
 
