@@ -138,12 +138,16 @@ def label_symmetries(model, mp) -> list[LabelSymmetry]:
     return candidates
 
 
-def is_invariant(symmetry: LabelSymmetry, evaluate, points: np.ndarray) -> bool:
+def is_invariant(symmetry: LabelSymmetry, evaluate, points: np.ndarray,
+                 base: np.ndarray | None = None) -> bool:
     """Whether the log density (``evaluate``: rows -> (values, gradients)) is the same at
-    ``points`` and at their images under a transposition and a cycle of the labels (at
-    least half of the points finite; both ``-inf`` counts as equal)."""
+    ``points`` (``base``: its values there, where already known) and at their images
+    under a transposition and a cycle of the labels (at least half of the points finite;
+    both ``-inf`` counts as equal)."""
     points = np.asarray(points, dtype=np.float64)
-    base = np.asarray(evaluate(points)[0], dtype=np.float64)
+    if base is None:
+        base = evaluate(points)[0]
+    base = np.asarray(base, dtype=np.float64)
     finite = np.isfinite(base)
     if finite.sum() < max(2, len(points) // 2):
         return False
@@ -176,7 +180,8 @@ def find_symmetry(candidates: list[LabelSymmetry], evaluate, modes: list,
         scale = np.sqrt(np.abs(np.diag(cov)))
         around.append(mean + scale * stream.standard_normal(mean.size))
     points = np.concatenate([starts[pick], np.array(around)])
-    return next((s for s in candidates if is_invariant(s, evaluate, points)), None)
+    base = evaluate(points)[0]
+    return next((s for s in candidates if is_invariant(s, evaluate, points, base)), None)
 
 
 def _image(symmetry: LabelSymmetry, mode: tuple, perm) -> tuple:
@@ -186,13 +191,15 @@ def _image(symmetry: LabelSymmetry, mode: tuple, perm) -> tuple:
 
 
 def fold(symmetry: LabelSymmetry, modes: list, within) -> list:
-    """One mode of each orbit: ``modes`` (highest first) less those within one standard
-    deviation (``within(x, mean, cov)``) of an image of a mode kept before them."""
+    """One mode of each orbit: ``modes`` (highest first) less those with an image within
+    one standard deviation (``within(x, mean, cov)``) of a mode kept before them (the
+    same as being within one of the kept mode's images, in that image's metric: the maps
+    are linear)."""
     kept: list = []
     for mode in modes:
-        if not any(within(mode[1], image[1], image[2])
-                   for other in kept for image in
-                   [other] + [_image(symmetry, other, p) for p in symmetry.permutations()]):
+        images = [symmetry.apply(mode[1][None, :], p)[0]
+                  for p in itertools.permutations(range(symmetry.labels))]
+        if not any(within(x, mean, cov) for _, mean, cov in kept for x in images):
             kept.append(mode)
     return kept
 
