@@ -308,7 +308,7 @@ class LaplaceFit(NamedTuple):
 
 def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np.ndarray,
                  draws: int, chains: int, rng: np.random.Generator, auto_backend: bool,
-                 importance: bool = True):
+                 importance: bool = True, gradient_free: bool = False):
     """``base="auto"``: the base whose pilot asks for the fewest temperatures. The prior's
     pilot runs first; where it asks for more than :data:`AUTO_LAPLACE_STEPS` temperatures,
     on a model without annealed discrete variables, its particles seed the Laplace fit's
@@ -327,7 +327,13 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
     (:data:`AUTO_LAPLACE_WORK`), the census alone is fitted: the prior runs unless its pilot
     left a mode short (and ``sample_ais`` builds the Laplace base's loop afterwards where
     the run's particles do). Without ``num_steps="auto"`` there is nothing measured to
-    choose by: the prior."""
+    choose by: the prior.
+
+    ``gradient_free``: the log density has no gradient, and the kernel, chosen by the
+    package, is Metropolis (``kernel_fallback``). Its path from the prior is then the
+    costliest route (a random walk's many steps per temperature, each evaluating what is
+    often an ODE solver), so the Laplace fit's (its gradient by central differences)
+    comes first (:func:`_gradient_free_first`)."""
     path = mp.path
     if base != "auto":
         return base, None, {}, None
@@ -337,6 +343,11 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
         check_gaussian_base(path)
     except AnnealingError:  # a Gaussian cannot cover this path: the prior it is
         return "prior", None, {}, None
+    if gradient_free and not path.discrete_dims:
+        first = _gradient_free_first(model, mp, options, betas, draws, chains, rng,
+                                     auto_backend, importance)
+        if first is not None:
+            return first
     size = _data_size(model) + path.num_dims
     def prior_pilot(enough=None):
         return run_pilot(path, betas=betas, draws=draws, chains=chains, rng=rng,
@@ -400,6 +411,31 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
                 return "gaussian", pilot, choice, found
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, choice, found
+
+
+def _gradient_free_first(model, mp, options, betas, draws, chains, rng, auto_backend,
+                         importance) -> tuple | None:
+    """:func:`choose_base`'s choice on a log density without a gradient, made before the
+    prior's pilot runs: the Laplace base where importance sampling from it passes its
+    check, or where its pilot asks for at most :data:`AUTO_BASE_STEPS` temperatures; else
+    None (the prior's pilot then runs, and the fit is made again from its particles).
+    posteriordb's one_comp_mm_elim_abs (an ODE solved by SciPy, about 10 ms a point): the
+    prior's pilot ran past 10 minutes."""
+    found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
+                                None, auto_backend, importance)
+    if found is None:
+        return None
+    skipped = {"prior_pilot": ("not run: the log density has no gradient, so the kernel is "
+                               "Metropolis, whose path from the prior is the costliest "
+                               "route; the Laplace base's first")}
+    if found.importance is not None:
+        return "laplace", None, {**more, **skipped,
+                                 "base_reason": _importance_reason(found)}, found
+    steps = more.get("laplace_num_steps")
+    if found.pilot is not None and steps <= AUTO_BASE_STEPS:
+        return "laplace", found.pilot, {**more, **skipped, "base_reason": (
+            f"the Laplace base's pilot asked for {steps} temperatures")}, found
+    return None
 
 
 def predicted_prior_steps(spread: float | None, num_dims: int,

@@ -35,8 +35,8 @@ from pymc_anneal.driver.tuning import (
     AUTO_VARIANCE,
     auto_variance,
 )
-from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.estimators import load_pareto_fit
+from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.io import load_array_backends, to_datatree
 from pymc_anneal.kernels.compound import INNER_KERNELS, STATISTIC_PREFIX
 from pymc_anneal.kernels.compound import build_kernel as build_compound_kernel
@@ -141,6 +141,9 @@ def sample_ais(
     ``laplace_importance_df``), whose tails cover a posterior's where a Gaussian's would
     not. Posteriors with many data (posteriordb's kidscore_momiq, radon_pooled, dogs, Mb)
     take 1-6 s this way. Not where a kernel was named or a checkpoint is written.
+    Where the log density has no gradient (the kernel then falls back to Metropolis),
+    the fit takes central differences for it (up to 20 dimensions; ``laplace_gradient``
+    says so) and the Laplace base is tried before the prior's pilot (``prior_pilot``).
 
     Where the prior's path is long (``base="auto"``: more than
     :data:`~pymc_anneal.pymc.bases.AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``)
@@ -404,9 +407,9 @@ def sample_ais(
         base, pilot, choice, laplace = first
         census, path, fit_info = laplace.modes, laplace.path, laplace.info
     else:
-        base, pilot, choice, laplace = bases.choose_base(model, mp, base, auto, main_options,
-                                                    betas, draws, chains, rng, auto_backend,
-                                                    may_skip_annealing)
+        base, pilot, choice, laplace = bases.choose_base(
+            model, mp, base, auto, main_options, betas, draws, chains, rng, auto_backend,
+            may_skip_annealing, gradient_free="kernel_fallback" in fallbacks)
         census = None if laplace is None else laplace.modes
         if base == "laplace":
             path, fit_info, main_options = laplace.path, laplace.info, laplace.options

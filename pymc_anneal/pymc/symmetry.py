@@ -140,20 +140,21 @@ def label_symmetries(model, mp) -> list[LabelSymmetry]:
 
 def is_invariant(symmetry: LabelSymmetry, evaluate, points: np.ndarray,
                  base: np.ndarray | None = None) -> bool:
-    """Whether the log density (``evaluate``: rows -> (values, gradients)) is the same at
-    ``points`` (``base``: its values there, where already known) and at their images
-    under a transposition and a cycle of the labels (at least half of the points finite;
-    both ``-inf`` counts as equal)."""
+    """Whether the log density (``evaluate``: rows -> (values, gradients), called with
+    ``gradient=False``) is the same at ``points`` (``base``: its values there, where
+    already known) and at their images under a transposition and a cycle of the labels
+    (at least half of the points finite; both ``-inf`` counts as equal)."""
     points = np.asarray(points, dtype=np.float64)
     if base is None:
-        base = evaluate(points)[0]
+        base = evaluate(points, gradient=False)[0]
     base = np.asarray(base, dtype=np.float64)
     finite = np.isfinite(base)
     if finite.sum() < max(2, len(points) // 2):
         return False
     labels = symmetry.labels
     for perm in ((1, 0, *range(2, labels)), (*range(1, labels), 0)):
-        image = np.asarray(evaluate(symmetry.apply(points, perm))[0], dtype=np.float64)
+        image = np.asarray(evaluate(symmetry.apply(points, perm), gradient=False)[0],
+                           dtype=np.float64)
         same = np.where(finite, np.abs(image - base) <= RTOL * (1.0 + np.abs(base)),
                         ~np.isfinite(image) & (image == base))
         if not np.all(same):
@@ -180,7 +181,7 @@ def find_symmetry(candidates: list[LabelSymmetry], evaluate, modes: list,
         scale = np.sqrt(np.abs(np.diag(cov)))
         around.append(mean + scale * stream.standard_normal(mean.size))
     points = np.concatenate([starts[pick], np.array(around)])
-    base = evaluate(points)[0]
+    base = evaluate(points, gradient=False)[0]
     return next((s for s in candidates if is_invariant(s, evaluate, points, base)), None)
 
 
