@@ -49,6 +49,7 @@ __all__ = [
     "PILOT_MAX_STEPS",
     "Pilot",
     "TuningOptions",
+    "ZeroWeightError",
     "auto_cap_message",
     "auto_miss_message",
     "auto_num_steps",
@@ -61,6 +62,12 @@ __all__ = [
     "thermodynamic_length",
     "tune",
 ]
+
+
+class ZeroWeightError(AnnealingError):
+    """Every particle of a pilot has zero weight: the likelihood is -inf or NaN wherever the
+    base drew them (an entry point that knows the model names the terms)."""
+
 
 TRIAL_STEPS = 20
 """Steps of a trial run of the step-size search (a loop of static length, JAX's, runs as
@@ -286,7 +293,8 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
     values = {p.name: np.tile(p.initial(d), (num_steps,) + (1,) * p.per_dimension)
               for p in parameters if p.derive is None}
     ratio_var = np.full(num_steps, np.nan)
-    searched = [p.name for p in parameters if p.tuning == "acceptance" and p.name not in options.fixed]
+    searched = [p.name for p in parameters
+                if p.tuning == "acceptance" and p.name not in options.fixed]
     scaled = [p.name for p in parameters if p.tuning == "variance" and p.name not in options.fixed]
     base_var = np.ones(d) if path.base_scale is None else np.asarray(path.base_scale) ** 2
     if not needs_pilot(parameters, options):
@@ -349,7 +357,7 @@ def tune(loop: CompiledLoop, path, betas: np.ndarray, options: TuningOptions,
             predicted.append(float(np.sum(np.diff(band_betas) ** 2
                                           * np.nan_to_num(ratio_var[steps]))))
         if not np.any(np.isfinite(log_w)):
-            raise AnnealingError(
+            raise ZeroWeightError(
                 "every pilot particle has zero weight (log-likelihood -inf or NaN) during "
                 "tuning; check that the likelihood is finite where the prior puts its mass."
             )

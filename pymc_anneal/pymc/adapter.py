@@ -43,12 +43,10 @@ from pytensor.tensor.random.type import RandomType
 
 from pymc_anneal._digest import graph_content
 from pymc_anneal.backends import compile_one_off, python_mode, without_creation_traces
-from pymc_anneal.pymc.batched_scan import vectorized_scans
-from pymc_anneal.pymc.noncentered import noncentered_variables, reparametrize
-from pymc_anneal.pymc.stacks import lift_stacks, through_indexed_stacks
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, in_one_off_graph
 from pymc_anneal.pymc import discrete
+from pymc_anneal.pymc.batched_scan import vectorized_scans
 from pymc_anneal.pymc.discrete import (
     ELEMENTWISE_POINTS,
     DiscreteSums,
@@ -59,8 +57,10 @@ from pymc_anneal.pymc.discrete import (
     finite_support,
     is_summable,
 )
+from pymc_anneal.pymc.noncentered import noncentered_variables, reparametrize
+from pymc_anneal.pymc.stacks import lift_stacks, through_indexed_stacks
 
-__all__ = ["DISCRETE_ROUTES", "ModelPath", "model_path"]
+__all__ = ["DISCRETE_ROUTES", "ModelPath", "model_path", "undefined_terms"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -218,8 +218,8 @@ def _warn_cast_data(model: pm.Model) -> None:
     integers: PyMC casts them (``[1.5, 2.2, 0.7]`` becomes ``[1, 2, 0]``), and the evidence
     would be that of other data than the user's. (Data given as an array are cast when the
     model is built; their original values are no longer at hand.)"""
-    from pytensor.tensor.elemwise import Elemwise
     from pytensor.scalar import Cast
+    from pytensor.tensor.elemwise import Elemwise
 
     for rv in model.observed_RVs:
         value = model.rvs_to_values.get(rv)
@@ -1259,20 +1259,7 @@ def _check_terms(model: pm.Model, initial_point: dict, sample_base,
         if np.isfinite(total).any() and not (np.isnan(total) | np.isposinf(total)).any():
             return _spread(total)
     observed, potentials = list(model.observed_RVs), list(model.potentials)
-    terms = [pt.as_tensor(t) for t in model.logp(vars=observed + potentials, sum=False)]
-    terms.append(pt.add(*[t.sum() for t in terms]) if terms else pt.constant(0.0))
-    # a failed parameter check is -inf, as in PyMC's own compiled functions; then PyMC's
-    # rewrites before the gradient and a stack written entry by entry lifted (stacks.py),
-    # as the path's graphs are (_stabilized): posteriordb's Survey writes its likelihood
-    # as 31,000 scalar ops, and joining, batching and compiling each cost a time per node
-    terms = lift_stacks(rewrite_pregrad(FunctionGraph(
-        outputs=_checks_to_ninf(terms), clone=True, copy_inputs=False))).outputs
-    graphs, flat = join_nonshared_inputs(initial_point, terms, model.value_vars)
-    batch = pt.matrix("batch", dtype="float64")
-    with vectorized_scans():
-        graphs = vectorize_graph(graphs, replace={flat: batch})
-    values = compile_one_off([batch], graphs)(draws)
-    values = [np.asarray(v) for v in values]
+    values = _term_values(model, initial_point, draws)
     total = np.broadcast_to(values.pop(), (len(draws),))
     for rv, v in zip(observed, values[:len(observed)]):
         v = np.broadcast_to(v, (len(draws), *np.shape(v)[1:]))
@@ -1306,6 +1293,49 @@ def _check_terms(model: pm.Model, initial_point: dict, sample_base,
             "log density; a constraint is -inf where it fails and 0 where it holds, e.g. "
             "pm.Potential(name, pt.switch(condition, 0.0, -np.inf)).")
     return _spread(total)
+
+
+def _term_values(model: pm.Model, initial_point: dict, draws: np.ndarray) -> list:
+    """The log-likelihood's terms (each observed variable's, elementwise, then each
+    Potential's) and their sum, at the rows of ``draws`` (the model's value space)."""
+    observed, potentials = list(model.observed_RVs), list(model.potentials)
+    terms = [pt.as_tensor(t) for t in model.logp(vars=observed + potentials, sum=False)]
+    terms.append(pt.add(*[t.sum() for t in terms]) if terms else pt.constant(0.0))
+    # a failed parameter check is -inf, as in PyMC's own compiled functions; then PyMC's
+    # rewrites before the gradient and a stack written entry by entry lifted (stacks.py),
+    # as the path's graphs are (_stabilized): posteriordb's Survey writes its likelihood
+    # as 31,000 scalar ops, and joining, batching and compiling each cost a time per node
+    terms = lift_stacks(rewrite_pregrad(FunctionGraph(
+        outputs=_checks_to_ninf(terms), clone=True, copy_inputs=False))).outputs
+    graphs, flat = join_nonshared_inputs(initial_point, terms, model.value_vars)
+    batch = pt.matrix("batch", dtype="float64")
+    with vectorized_scans():
+        graphs = vectorize_graph(graphs, replace={flat: batch})
+    return [np.asarray(v) for v in compile_one_off([batch], graphs)(draws)]
+
+
+def undefined_terms(model: pm.Model, num_draws: int = 200) -> list[tuple[str, float]]:
+    """The log-likelihood's terms (observed variables and Potentials) that are ``-inf`` or
+    NaN at more than half of ``num_draws`` prior draws, each with that share, most first;
+    empty where the prior cannot be drawn. For the message of a run whose particles all
+    lost their weight (:class:`~pymc_anneal.driver.tuning.ZeroWeightError`): the same
+    draws as the build's checks (:func:`_check_terms`)."""
+    point = initial_point(model)
+    sample_base = _prior_sampler(model, [True] * len(model.free_RVs),
+                                 sum(int(np.size(v)) for v in point.values()))
+    try:
+        draws = sample_base(np.random.default_rng(1), num_draws)
+    except AnnealingError:
+        return []
+    terms = list(model.observed_RVs) + list(model.potentials)
+    values = _term_values(model, point, draws)[:-1]
+    shares = []
+    for term, v in zip(terms, values):
+        v = np.asarray(v, dtype=np.float64).reshape(len(draws), -1)
+        share = float(np.mean(~np.all(np.isfinite(v), axis=1)))
+        if share > 0.5:
+            shares.append((term.name, share))
+    return sorted(shares, key=lambda t: -t[1])
 
 
 def _spread(total: np.ndarray) -> float | None:

@@ -36,11 +36,16 @@ from pymc_anneal.driver import RunOptions, check_run, run_annealing
 from pymc_anneal.driver.cache import choose_loop
 from pymc_anneal.driver.importance import importance_check
 from pymc_anneal.driver.run import run_pilot
-from pymc_anneal.driver.tuning import Pilot, auto_num_steps
+from pymc_anneal.driver.tuning import Pilot, ZeroWeightError, auto_num_steps
 from pymc_anneal.driver.tuning import bands as tuning_bands
 from pymc_anneal.exceptions import AnnealingError, warn
 from pymc_anneal.paths import Path, check_gaussian_base, fit_gaussian, gaussian_base_path
-from pymc_anneal.pymc.adapter import initial_point, model_path, ordered_prior_mass
+from pymc_anneal.pymc.adapter import (
+    initial_point,
+    model_path,
+    ordered_prior_mass,
+    undefined_terms,
+)
 from pymc_anneal.pymc.bridge import _functions, _posterior, _unconstrained_draws
 from pymc_anneal.pymc.laplace import (
     IMPORTANCE_DF,
@@ -358,7 +363,11 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
     certain = None if path.discrete_dims else _laplace_certain(options.tuning.auto_variance,
                                                                 size)
     # the prior's pilot stops where the Laplace base's pilot runs whatever the rest measures
-    pilot = prior_pilot(certain)
+    try:
+        pilot = prior_pilot(certain)
+    except ZeroWeightError as error:  # the prior's path cannot run: a fit might
+        return _after_a_lost_pilot(model, mp, options, betas, draws, chains, rng,
+                                   auto_backend, importance, error)
     if pilot.stopped_at is not None:
         found, more = laplace_pilot(model, mp, options, betas, draws, chains,
                                      side_stream(rng), pilot.positions, auto_backend,
@@ -411,6 +420,42 @@ def choose_base(model, mp, base: str, auto: bool, options: RunOptions, betas: np
                 return "gaussian", pilot, choice, found
     chosen = "gaussian" if prior_steps > AUTO_BASE_STEPS else "prior"
     return chosen, pilot, choice, found
+
+
+def named_zero_weights(model, error: ZeroWeightError) -> ZeroWeightError:
+    """``error`` (every particle lost its weight) with the likelihood's terms that are
+    ``-inf`` or NaN at most prior draws named (:func:`~pymc_anneal.pymc.adapter.
+    undefined_terms`), or as it is where none is."""
+    terms = undefined_terms(model)
+    if not terms:
+        return error
+    named = ", ".join(f"'{name}' at {share:.0%}" for name, share in terms)
+    return ZeroWeightError(
+        f"{error} At 200 prior draws the log-likelihood's terms are -inf or NaN: {named}. "
+        "The prior puts most of its mass where the likelihood is undefined (an ODE solver "
+        "that fails, a parameter outside a likelihood's support): give those parameters "
+        "priors where it is defined, or initial values there (initval=) and "
+        'base="laplace".')
+
+
+def _after_a_lost_pilot(model, mp, options, betas, draws, chains, rng, auto_backend,
+                        importance, error: ZeroWeightError) -> tuple:
+    """:func:`choose_base`'s choice where the prior's pilot lost every particle (the
+    likelihood is undefined where the prior puts its mass): the Laplace base, where its
+    fit (from the model's initial point and prior draws) passes the importance check or
+    its pilot runs; else ``error`` with the undefined terms named."""
+    found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
+                                None, auto_backend, importance)
+    lost = {"prior_pilot": f"lost every particle: {error}"}
+    if found is not None and found.importance is not None:
+        return "laplace", None, {**more, **lost,
+                                 "base_reason": _importance_reason(found)}, found
+    if found is not None and found.pilot is not None:
+        steps = more["laplace_num_steps"]
+        return "laplace", found.pilot, {**more, **lost, "base_reason": (
+            f"the prior's pilot lost every particle; the Laplace base's asked for {steps} "
+            "temperatures")}, found
+    raise named_zero_weights(model, error) from error
 
 
 def _gradient_free_first(model, mp, options, betas, draws, chains, rng, auto_backend,

@@ -33,6 +33,7 @@ from pymc_anneal.driver.memory import (
 from pymc_anneal.driver.tuning import (
     AUTO_PILOT_STEPS,
     AUTO_VARIANCE,
+    ZeroWeightError,
     auto_variance,
 )
 from pymc_anneal.estimators import load_pareto_fit
@@ -144,6 +145,10 @@ def sample_ais(
     Where the log density has no gradient (the kernel then falls back to Metropolis),
     the fit takes central differences for it (up to 20 dimensions; ``laplace_gradient``
     says so) and the Laplace base is tried before the prior's pilot (``prior_pilot``).
+    Where the prior's pilot loses every particle (the likelihood is ``-inf`` or NaN
+    wherever the prior puts its mass: an ODE solver that fails far from its data), the
+    Laplace base runs instead (``prior_pilot`` says so); where it cannot, the error names
+    the likelihood's terms that are undefined at prior draws.
 
     Where the prior's path is long (``base="auto"``: more than
     :data:`~pymc_anneal.pymc.bases.AUTO_BASE_STEPS` temperatures; or ``base="gaussian"``)
@@ -436,7 +441,10 @@ def sample_ais(
 
     if base == "laplace" and laplace is not None and laplace.importance is not None:
         importance = laplace.importance
-    result = anneal(path, pilot, importance)
+    try:
+        result = anneal(path, pilot, importance)
+    except ZeroWeightError as error:  # the pilot lost every particle: name the terms
+        raise bases.named_zero_weights(model, error) from error
     if base == "gaussian":
         bases.second_opinion(result.log_weights, fit_log_w, fit_steps)
     missed = [] if census is None or base == "laplace" else missed_modes(

@@ -166,3 +166,46 @@ def test_the_100d_linear_model(seed, base):
         assert idata.attrs["base"] == "gaussian"
         assert idata.attrs["num_steps"] < 300  # 56-71 at 20 seeds, 5,228 with the defect
     assert abs(error) < 3 * est.standard_error + 1e-12 and abs(error) < 0.1, (error, est)
+
+
+def _window_model():
+    """``mu ~ N(0, 1000)`` and a likelihood ``N(0.1 | mu, 0.1^2)`` up to a constant, defined
+    only on ``|mu| < 1`` (``-inf`` outside: 0.08 % of the prior's mass, where the posterior
+    holds all but ~1e-19 of its own), as an ODE that fails away from its data is; and its
+    closed-form evidence (the window's truncation is below any error bar)."""
+    import pytensor.tensor as pt
+
+    n, center = 100.0, 0.1
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1000.0)
+        pm.Potential("like", pt.switch(pt.abs(mu) < 1.0, -0.5 * n * (mu - center) ** 2,
+                                       -np.inf))
+    exact = (stats.norm.logpdf(center, 0.0, np.sqrt(1000.0**2 + 1 / n))
+             + 0.5 * np.log(2 * np.pi / n))
+    return model, exact
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_prior_pilot_that_loses_every_particle_falls_back_to_the_laplace_base(seed):
+    """Where the likelihood is -inf at nearly every prior draw, the prior's pilot loses
+    every particle (it raised "every pilot particle has zero weight"); ``base="auto"``
+    then fits the Laplace base from the initial point, whose importance sampling gets the
+    closed form, and ``prior_pilot`` says why."""
+    model, exact = _window_model()
+    idata = pa.sample_ais(model=model, random_seed=seed, draws=200, chains=2,
+                          progressbar=False)
+    assert idata.attrs["base"] == "laplace"
+    assert idata.attrs["prior_pilot"].startswith("lost every particle")
+    est = pa.log_evidence(idata)
+    assert abs(est.log_evidence - exact) < 4 * est.standard_error, (est, exact)
+
+
+def test_a_lost_pilot_names_the_likelihood_terms_that_are_undefined():
+    """``base="prior"`` on the same model cannot fall back: the error names the term that
+    is -inf or NaN at the prior's draws, and by how much, and says what to do."""
+    from pymc_anneal.driver.tuning import ZeroWeightError
+
+    with pytest.raises(ZeroWeightError, match=r"every pilot particle has zero weight.*"
+                                              r"'like' at 100%.*initval="):
+        pa.sample_ais(model=_window_model()[0], base="prior", random_seed=1, draws=200,
+                      chains=2, progressbar=False)
