@@ -464,8 +464,9 @@ def _gradient_free_first(model, mp, options, betas, draws, chains, rng, auto_bac
     prior's pilot runs: the Laplace base where importance sampling from it passes its
     check, or where its pilot asks for at most :data:`AUTO_BASE_STEPS` temperatures; else
     None (the prior's pilot then runs, and the fit is made again from its particles).
-    posteriordb's one_comp_mm_elim_abs (an ODE solved by SciPy, about 10 ms a point): the
-    prior's pilot ran past 10 minutes."""
+    posteriordb's one_comp_mm_elim_abs (an ODE solved by SciPy, 8-24 ms a point): the
+    prior's pilot ran past 10 minutes (its Laplace base's importance check fails too, and
+    Metropolis's pilot from the fit runs as long)."""
     found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
                                 None, auto_backend, importance)
     if found is None:
