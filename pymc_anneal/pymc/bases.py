@@ -444,18 +444,11 @@ def _after_a_lost_pilot(model, mp, options, betas, draws, chains, rng, auto_back
     likelihood is undefined where the prior puts its mass): the Laplace base, where its
     fit (from the model's initial point and prior draws) passes the importance check or
     its pilot runs; else ``error`` with the undefined terms named."""
-    found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
-                                None, auto_backend, importance)
-    lost = {"prior_pilot": f"lost every particle: {error}"}
-    if found is not None and found.importance is not None:
-        return "laplace", None, {**more, **lost,
-                                 "base_reason": _importance_reason(found)}, found
-    if found is not None and found.pilot is not None:
-        steps = more["laplace_num_steps"]
-        return "laplace", found.pilot, {**more, **lost, "base_reason": (
-            f"the prior's pilot lost every particle; the Laplace base's asked for {steps} "
-            "temperatures")}, found
-    raise named_zero_weights(model, error) from error
+    chosen = _laplace_alone(model, mp, options, betas, draws, chains, rng, auto_backend,
+                            importance, {"prior_pilot": f"lost every particle: {error}"})
+    if chosen is None:
+        raise named_zero_weights(model, error) from error
+    return chosen
 
 
 def _gradient_free_first(model, mp, options, betas, draws, chains, rng, auto_backend,
@@ -467,19 +460,28 @@ def _gradient_free_first(model, mp, options, betas, draws, chains, rng, auto_bac
     posteriordb's one_comp_mm_elim_abs (an ODE solved by SciPy, 8-24 ms a point): the
     prior's pilot ran past 10 minutes (its Laplace base's importance check fails too, and
     Metropolis's pilot from the fit runs as long)."""
+    return _laplace_alone(model, mp, options, betas, draws, chains, rng, auto_backend,
+                          importance, {"prior_pilot": (
+                              "not run: the log density has no gradient, so the kernel is "
+                              "Metropolis, whose path from the prior is the costliest "
+                              "route; the Laplace base's first")}, AUTO_BASE_STEPS)
+
+
+def _laplace_alone(model, mp, options, betas, draws, chains, rng, auto_backend, importance,
+                   attrs: dict, max_steps: int | None = None) -> tuple | None:
+    """The Laplace base as :func:`choose_base`'s choice without the prior's pilot
+    (``attrs`` say why): where importance sampling from it passes its check, or its pilot
+    asks for at most ``max_steps`` temperatures (any, without); else None."""
     found, more = laplace_pilot(model, mp, options, betas, draws, chains, side_stream(rng),
                                 None, auto_backend, importance)
     if found is None:
         return None
-    skipped = {"prior_pilot": ("not run: the log density has no gradient, so the kernel is "
-                               "Metropolis, whose path from the prior is the costliest "
-                               "route; the Laplace base's first")}
     if found.importance is not None:
-        return "laplace", None, {**more, **skipped,
+        return "laplace", None, {**more, **attrs,
                                  "base_reason": _importance_reason(found)}, found
     steps = more.get("laplace_num_steps")
-    if found.pilot is not None and steps <= AUTO_BASE_STEPS:
-        return "laplace", found.pilot, {**more, **skipped, "base_reason": (
+    if found.pilot is not None and (max_steps is None or steps <= max_steps):
+        return "laplace", found.pilot, {**more, **attrs, "base_reason": (
             f"the Laplace base's pilot asked for {steps} temperatures")}, found
     return None
 
