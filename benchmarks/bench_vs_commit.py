@@ -7,7 +7,8 @@ is what a user's first call gains, measured in one run. The script checks ``--co
 into a temporary git worktree and runs, per posterior and round, a new process of each
 version (the order alternating between rounds; ``PYTHONPATH`` selects the version), each
 with an empty ``HOME`` (cold caches, as at a user's first call) and BLAS at one thread:
-``pa.sample_ais(random_seed=1)`` at the defaults. Printed: each version's median wall
+``pa.sample_ais(random_seed=1)`` at the defaults (``--seeds``: round i runs the i-th seed
+in both versions). Printed: each version's median wall
 time of the call, the median of the pairwise ratios this / commit (pairs from the same
 round), and both estimates.
 
@@ -42,7 +43,7 @@ import pymc_anneal as pa
 assert pa.__file__.startswith({root!r}), pa.__file__
 warnings.simplefilter("ignore")
 start = time.perf_counter()
-idata = pa.sample_ais(model=model, random_seed=1, progressbar=False)
+idata = pa.sample_ais(model=model, random_seed={seed}, progressbar=False)
 wall = time.perf_counter() - start
 estimate = pa.log_evidence(idata)
 print(json.dumps({{"wall": wall, "log_z": float(estimate.log_evidence),
@@ -50,12 +51,12 @@ print(json.dumps({{"wall": wall, "log_z": float(estimate.log_evidence),
 """
 
 
-def child(path: str, name: str, root: Path) -> dict:
+def child(path: str, name: str, root: Path, seed: int = 1) -> dict:
     env = {**os.environ, "HOME": tempfile.mkdtemp(prefix="vs-commit-"),
            "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1"}
     code = CHILD.format(bench=str(REPO_ROOT / "benchmarks"), path=path, name=name,
-                        root=str(root))
+                        root=str(root), seed=seed)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, cwd=tempfile.gettempdir())
     if out.returncode != 0:
@@ -69,7 +70,11 @@ def main() -> None:
     parser.add_argument("--commit", required=True, help="the commit to compare against")
     parser.add_argument("--only", default=",".join(DEFAULT), help="NAME[,NAME...]")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seeds", default="1",
+                        help="SEED[,SEED...]: round i runs random_seed SEEDS[i mod n] in "
+                             "both versions (a paired ratio per round)")
     args = parser.parse_args()
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     other = Path(tempfile.mkdtemp(prefix="vs-commit-tree-")) / "tree"
     subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "--detach", "-q",
                     str(other), args.commit], check=True)
@@ -83,7 +88,8 @@ def main() -> None:
                 order = ("this", "commit") if round_ % 2 == 0 else ("commit", "this")
                 for which in order:
                     last[which] = child(args.path, name,
-                                        REPO_ROOT if which == "this" else other)
+                                        REPO_ROOT if which == "this" else other,
+                                        seeds[round_ % len(seeds)])
                     walls[which].append(last[which]["wall"])
                 ratios.append(walls["this"][-1] / walls["commit"][-1])
             print(f"{name:52s} {statistics.median(walls['this']):7.2f} "
