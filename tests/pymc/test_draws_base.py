@@ -83,7 +83,9 @@ def test_draws_far_off_cost_variance_not_bias():
     min -4.1, in blocks of the pilot's shape; 0 of 84, min -2.7, in whole calls; the
     weights of seeds 1-40 pooled: KS p 0.04 between the two, and of seeds 41-100 0.84,
     log-mean-exp -0.007 and 0.004 from the closed form over all 100: chance), and a run
-    may say so (a heavy tail): the mean weight stays
+    may say so (a heavy tail, or a weight ESS under 10 %: at seeds 7-46, 2 of 40 runs
+    before the first band's inverse mass left the defensive draws out, 1 of 40 after, z
+    at least -4.1 and -3.4): the mean weight stays
     unbiased, so eight runs pooled must meet the closed form within 4 of their pooled SE."""
     from pymc_anneal.estimators import estimate_log_z
 
@@ -98,8 +100,8 @@ def test_draws_far_off_cost_variance_not_bias():
             warnings.simplefilter("always")
             result = pa.sample_ais(model=target.build(), base=idata, num_steps=100,
                                    draws=500, chains=2, random_seed=seed, progressbar=False)
-        assert all("heavy tail" in str(w.message) for w in caught), [str(w.message)
-                                                                     for w in caught]
+        assert all("heavy tail" in str(w.message) or "weight ESS" in str(w.message)
+                   for w in caught), [str(w.message) for w in caught]
         _within(result, target.log_evidence, k=5.0)
         pooled.append(np.asarray(result["particles"]["log_weight"].values).ravel())
     est = estimate_log_z(np.concatenate(pooled))

@@ -173,7 +173,11 @@ def test_a_model_without_a_neck_keeps_its_coordinates():
         pm.Normal("y", theta[index], 0.5, observed=y)
     mp = adapter.model_path(model)
     assert bases.noncentered_route(model, mp, "auto", np.random.default_rng(0)) == (mp, {})
-    idata = pa.sample_ais(model=model, random_seed=1, draws=200, chains=2, progressbar=False)
+    with warnings.catch_warnings():  # the route is tested here, not the estimate: at 200 x 2
+        # particles 4-6 of 30 seeds warn of a heavy tail (seed 1 among them since 5120b8d)
+        warnings.simplefilter("ignore", pa.AnnealingWarning)
+        idata = pa.sample_ais(model=model, random_seed=1, draws=200, chains=2,
+                              progressbar=False)
     assert "noncentered" not in idata.attrs
 
 
