@@ -13,7 +13,7 @@ from pymc_anneal.diagnostics import weight_warnings
 from tests.coverage import simulate
 
 NUM_STEPS = (1, 2, 4, 8, 16, 64, 256)
-REPLICATES, DRAWS = 200, 250
+REPLICATES, DRAWS = 100, 250  # 200 until 2026-12-01 (88 s of a suite past its time budget)
 
 
 @pytest.mark.slow
@@ -26,7 +26,7 @@ def test_no_warning_means_the_interval_covers():
     # the replicates span the range the claim is about, and the rule is exercised both ways
     assert ess.size == 2 * REPLICATES * len(NUM_STEPS)
     assert np.quantile(ess, 0.05) < 0.01 and np.quantile(ess, 0.95) > 0.8
-    assert warned.sum() > 500 and (~warned).sum() > 1000
+    assert warned.sum() > 2.5 * REPLICATES and (~warned).sum() > 5 * REPLICATES
     assert np.mean(covered[~warned]) >= 0.90
     for name, r in runs.items():
         assert np.mean(r.covered()[~r.warned]) >= 0.90, name

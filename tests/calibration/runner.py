@@ -272,6 +272,14 @@ def summarize(scores: list[Score]) -> dict:
 SLOW_SEED = 5000
 SLOW_MODELS_PER_FAMILY = 2
 SLOW_SEEDS = (0, 1, 2)
+CI_MODELS_PER_FAMILY, CI_SEEDS = 1, (0, 1, 2, 3, 4, 5)
+"""The CI's share of the plan (``tests/calibration/test_calibration.py``): the first model
+of each family (every route, the Laplace base's included), six seeds. A run's cost is
+nearly all its loops' compiles (one per route and dataset: a new dataset changes the data's
+shapes or a discrete support), and a seed compiles nothing: measured 2026-12-01, cold, two
+plans side by side on 2 cores, the whole JAX plan took 15.5 min at three seeds and 14.2 at
+one. The second model of each family (``SLOW_MODELS_PER_FAMILY``) runs in
+``benchmarks/calibration_report.py``, whose figures the user guide prints."""
 SLOW_OPTIONS = {"draws": 200, "chains": 2, "num_steps": 200, "fit_steps": 200}
 """200 temperatures, and 200 for the Gaussian base's fitting run (default 500): at the
 default the plan's Gaussian-base routes would take about 1.5 times as long, past the CI's
@@ -286,24 +294,28 @@ LAPLACE_MODELS_PER_FAMILY = 1
 optimization, issue 41) where it applies (no annealed discrete variables)."""
 
 
-def slow_plan(families=None):
-    """The slow calibration: ``SLOW_MODELS_PER_FAMILY`` cases per family on JAX over every
-    route (each discrete route with the prior and the Gaussian base, and for the first
-    :data:`LAPLACE_MODELS_PER_FAMILY` of them the Laplace base too), every dataset and
-    ``SLOW_SEEDS``; then one case with discrete variables that depend on a continuous one
-    on each of :data:`OTHER_BACKENDS`, discrete routes "auto" and "anneal" (prior base).
+def slow_plan(families=None, models_per_family=None, seeds=None):
+    """The slow calibration: ``models_per_family`` cases per family (default
+    :data:`SLOW_MODELS_PER_FAMILY`) on JAX over every route (each discrete route with the
+    prior and the Gaussian base, and for the first :data:`LAPLACE_MODELS_PER_FAMILY` of
+    them the Laplace base too), every dataset and ``seeds`` (default :data:`SLOW_SEEDS`);
+    then one case with discrete variables that depend on a continuous one on each of
+    :data:`OTHER_BACKENDS`, discrete routes "auto" and "anneal" (prior base).
 
     Yields ``(case, routes, backend, seeds)``.
     """
     from tests.calibration.generator import FAMILIES, generate
 
     families = sorted(FAMILIES) if families is None else families
-    for k in range(SLOW_MODELS_PER_FAMILY):
+    models_per_family = SLOW_MODELS_PER_FAMILY if models_per_family is None \
+        else models_per_family
+    seeds = SLOW_SEEDS if seeds is None else tuple(seeds)
+    for k in range(models_per_family):
         for i, family in enumerate(families):
             case = generate(SLOW_SEED + 100 * k + i, family)
             bases = ("prior", "gaussian") + (("laplace",) if k < LAPLACE_MODELS_PER_FAMILY
                                              else ())
-            yield case, routes_for(case, bases), "jax", SLOW_SEEDS
+            yield case, routes_for(case, bases), "jax", seeds
     for backend in OTHER_BACKENDS:
         case = generate(SLOW_SEED + 999, "binomial_sigmoid")
         yield case, [("auto", "prior"), ("anneal", "prior")], backend, SLOW_SEEDS[:1]

@@ -212,17 +212,19 @@ FAST = {("binomial", "jax", "prior")}
 it crashed; Numba and C (8-10 s of compiling each) and the vector models' Gibbs and
 Metropolis moves (30-80 s on Numba and C) are in the slow suite."""
 
-GAUSSIAN_BASE_ELSEWHERE = "binomial"
-"""The Gaussian base on Numba and C runs on this model only (each such case compiles two
-compound-kernel loops, 30-170 s on 2 cores): the base adds a whitening map to the path's
-graph, nothing backend-specific, while the compound kernel's backend-specific moves are
-checked on every model with the prior base, and the Gaussian base on every model on JAX."""
+GAUSSIAN_BASE_ELSEWHERE = ("binomial", "c")
+"""The Gaussian base's one case off JAX. The base adds a whitening map to the path's graph,
+nothing backend-specific, and each such case compiles two compound-kernel loops: on C 42 s,
+on Numba 102 s (2 cores, cold, 2026-12-01, when the whole suite ran past the CI's time
+budget and the Numba case was dropped)."""
 
 MATRIX = [pytest.param(name, backend, base,
                        marks=() if (name, backend, base) in FAST else pytest.mark.slow,
                        id=f"{name}-{backend}-{base}")
           for name in CASES for backend in BACKENDS for base in ("prior", "gaussian")
-          if base == "prior" or backend == "jax" or name == GAUSSIAN_BASE_ELSEWHERE]
+          if base == "prior" or backend == "jax" or (name, backend) == GAUSSIAN_BASE_ELSEWHERE]
+"""The compound kernel's backend-specific moves on every model and backend with the prior
+base; the Gaussian base on every model on JAX, and beyond JAX on one model and backend."""
 
 
 @pytest.mark.parametrize(("name", "backend", "base"), MATRIX)
