@@ -12,9 +12,10 @@ Fast part: a small seeded sample (three families, JAX, 200 x 2 particles, 100
 temperatures, one model object per case shared by its routes) and one replay of
 ``tests/data/calibration_failures.json``; the rest of the sample and of the replays, and the
 annealed routes (whose compound kernel compiles slowly), run in the slow part. Slow part:
-the plan of :func:`tests.calibration.runner.slow_plan` (JAX on every route, Numba and C on
-one case, in tests of their own), which ``benchmarks/calibration_report.py`` runs too and
-prints for the user guide.
+the CI's share of the plan of :func:`tests.calibration.runner.slow_plan` (JAX on every
+route for the first model of each family, at more seeds; Numba and C on one case's first
+dataset, in tests of their own); ``benchmarks/calibration_report.py`` runs the whole plan
+and prints it for the user guide.
 
 A known failure is named by :func:`known_failure`, with its reason: its runs are reported,
 not scored (today: none).
