@@ -214,7 +214,7 @@ Metropolis moves (30-80 s on Numba and C) are in the slow suite."""
 
 GAUSSIAN_BASE_ELSEWHERE = ("binomial", "c")
 """The Gaussian base's one case off JAX. The base adds a whitening map to the path's graph,
-nothing backend-specific, and each such case compiles two compound-kernel loops: on C 42 s,
+nothing backend-specific, and each such case compiles two compound-kernel loops: on C 42-66 s,
 on Numba 102 s (2 cores, cold, 2026-12-01, when the whole suite ran past the CI's time
 budget and the Numba case was dropped)."""
 
