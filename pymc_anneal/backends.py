@@ -637,12 +637,15 @@ def jax_mode():
     a warning each (XLA checks shapes itself at trace time), and lengths computed from
     shapes kept static (:func:`_shapes_are_not_negative`): after every other rewrite (the
     switches appear as late as "specialize"), before the JAX-specific ones (position 100)
-    that turn shape arguments into static tuples; and a batched split's sizes unbatched
-    (:func:`_split_sizes_unbatched`)."""
+    that turn shape arguments into static tuples; a batched split's sizes unbatched
+    (:func:`_split_sizes_unbatched`); and normal draws made in two fusions
+    (:func:`_split_normal`)."""
     from pytensor.compile.mode import get_mode
 
     mode = get_mode(BACKENDS["jax"]).including("local_remove_all_assert")
-    return mode.register((_shapes_are_not_negative(), 99), (_split_sizes_unbatched(), 99.5))
+    _register_split_normal()
+    return mode.register((_split_normal(), 0.5), (_shapes_are_not_negative(), 99),
+                         (_split_sizes_unbatched(), 99.5))
 
 
 @contextlib.contextmanager
@@ -852,6 +855,72 @@ def _split_sizes_unbatched():
         return new
 
     return in2out(split_sizes_unbatched)
+
+
+def _split_normal_class():
+    from pytensor.tensor.random.basic import NormalRV
+
+    class SplitNormalRV(NormalRV):
+        """PyTensor's ``NormalRV``, drawn on JAX in two fusions (:func:`_split_normal`)."""
+
+    return SplitNormalRV
+
+
+_SplitNormalRV = _split_normal_class()
+
+
+def _split_normal():
+    """A rewrite that makes each ``NormalRV`` of a JAX graph a :class:`_SplitNormalRV`: the
+    same draws, bit for bit (JAX's ``jax.random.normal``: a uniform on (-1, 1), then
+    ``sqrt(2) erf_inv(u)``), with an optimization barrier between the uniform and its
+    transform. Fused with the bits' conversion, XLA's CPU backend computes ``erf_inv``
+    element by element; apart, vectorized: a (5,000, 90) float64 draw took 10.9 ms
+    fused and 5.4 ms split, most of an annealing step's cost on a 90-d model whose
+    likelihood is cheap (HMC's momentum is such a draw at every step)."""
+    from pytensor.graph.rewriting.basic import in2out, node_rewriter
+    from pytensor.tensor.random.basic import NormalRV
+
+    @node_rewriter([NormalRV])
+    def split_normal(fgraph, node):
+        if type(node.op) is not NormalRV:
+            return None
+        new = _SplitNormalRV(**node.op._props_dict()).make_node(*node.inputs).outputs
+        if not all(o.type.is_super(n.type) for o, n in zip(node.outputs, new)):
+            return None
+        return new
+
+    return in2out(split_normal)
+
+
+@functools.cache
+def _register_split_normal():
+    """Register JAX's sampler of :class:`_SplitNormalRV` (once; JAX is an extra)."""
+    import jax.numpy as jnp
+    from pytensor.link.jax.dispatch.random import jax_sample_fn
+
+    @jax_sample_fn.register(_SplitNormalRV)
+    def jax_sample_split_normal(op, node):
+        def sample_fn(rng_key, size, dtype, loc, scale):
+            if size is None:
+                size = jnp.broadcast_arrays(loc, scale)[0].shape
+            return loc + split_standard_normal(rng_key, size, dtype) * scale
+
+        return sample_fn
+
+
+def split_standard_normal(key, shape, dtype):
+    """``jax.random.normal(key, shape, dtype)`` for a real ``dtype``, bit for bit, with an
+    optimization barrier between the uniform draw and ``erf_inv`` (:func:`_split_normal`);
+    other dtypes: JAX's own."""
+    import jax
+    import jax.numpy as jnp
+
+    dtype = jnp.dtype(dtype)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        return jax.random.normal(key, shape, dtype)
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    u = jax.random.uniform(key, shape, dtype, lo, np.array(1.0, dtype))
+    return np.array(np.sqrt(2), dtype) * jax.lax.erf_inv(jax.lax.optimization_barrier(u))
 
 
 def _shapes_are_not_negative():

@@ -423,6 +423,92 @@ def test_the_jax_loop_skips_the_steps_that_pad_a_call():
     assert not np.array_equal(np.asarray(rest_b[0]), positions)  # the real steps moved
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("impl", ["rbg", "threefry2x32"])
+def test_the_split_normal_draws_are_jaxs_bit_for_bit(impl, dtype):
+    """:func:`~pymc_anneal.backends.split_standard_normal` (the uniform and its ``erf_inv``
+    in two fusions) draws what ``jax.random.normal`` draws from the same key, for either
+    key (PyTensor's JAX states are ``rbg`` keys), at several shapes, jitted or not: in
+    float64 (the loops') bit for bit, in float32 within one unit in the last place."""
+    jax = pytest.importorskip("jax")
+    import pytensor.link.jax.dispatch  # noqa: F401  (as the JAX loops: float64 on)
+
+    from pymc_anneal.backends import split_standard_normal
+
+    for seed, shape in [(0, (5000, 3)), (1, (7,)), (2, (3, 4, 5)), (3, ())]:
+        key = jax.random.key(seed, impl=impl)
+        expected = np.asarray(jax.random.normal(key, shape, dtype))
+        got = np.asarray(split_standard_normal(key, shape, dtype))
+        jitted = np.asarray(jax.jit(split_standard_normal, static_argnums=(1, 2))(
+            key, shape, dtype))
+        assert got.dtype == jitted.dtype == expected.dtype == np.dtype(dtype)
+        if dtype == "float64":  # the loops' precision: the same bits
+            np.testing.assert_array_equal(got, expected)
+            np.testing.assert_array_equal(jitted, expected)
+        else:  # XLA's float32 erf_inv fused and apart: up to one unit in the last place
+            np.testing.assert_allclose(got, expected, rtol=2 * 2.0**-23, atol=0)
+            np.testing.assert_allclose(jitted, expected, rtol=2 * 2.0**-23, atol=0)
+    assert abs(float(np.mean(np.asarray(split_standard_normal(
+        jax.random.key(9, impl=impl), (200_000,), dtype))))) < 5 / np.sqrt(200_000)
+
+
+def test_the_jax_loop_draws_its_normals_split_and_gets_the_same_bits(monkeypatch):
+    """The JAX loop's normal draws (HAIS's momenta) go through the split sampler
+    (:func:`~pymc_anneal.backends._split_normal`, which XLA's CPU backend runs about twice
+    as fast), and the loop's outputs are those of a loop compiled without it, bit for bit:
+    the final state, the log weights and the per-step statistics."""
+    pytest.importorskip("jax")
+    from pymc_anneal import backends
+    from pymc_anneal.driver.scan import build_loop
+    from pymc_anneal.driver.tuning import step_arrays
+    from pymc_anneal.kernels import resolve_kernel
+    from pymc_anneal.schedules import make_schedule
+    from tests.gaussian_paths import DEFAULT
+
+    calls = []
+    split = backends.split_standard_normal
+
+    def counted(*args):
+        calls.append(args[1])
+        return split(*args)
+
+    monkeypatch.setattr(backends, "split_standard_normal", counted)
+    path = DEFAULT.path
+    betas = make_schedule("geometric", 12)
+    rng = np.random.default_rng(5)
+    positions = DEFAULT.sample(rng, 0.0, 48)
+    path_parameters = [path.parameters[k] for k in sorted(path.parameters)]
+    outputs = []
+    for split_on in (True, False):
+        if not split_on:  # the same loop, its normals drawn by PyTensor's JAX sampler
+            from pytensor.graph.rewriting.basic import in2out, node_rewriter
+            from pytensor.tensor.random.basic import NormalRV
+
+            @node_rewriter([NormalRV])
+            def nothing(fgraph, node):
+                return None
+
+            monkeypatch.setattr(backends, "_split_normal", lambda: in2out(nothing))
+        before = len(calls)
+        loop = build_loop(path, resolve_kernel("hais", path), "jax")
+        values = {p.name: np.tile(p.initial(path.num_dims), (12,) + (1,) * p.per_dimension)
+                  for p in loop.parameters if p.derive is None}
+        values["step_size"] = np.full(12, 0.4)
+        arrays = step_arrays(loop.parameters, betas, values, {})
+        first = {k: v[0] for k, v in arrays.items()}
+        key, state = loop.init(np.random.default_rng(9), positions, first, path_parameters)
+        out = loop.chunk_fn(key, arrays["beta"], arrays["delta_beta"],
+                            *(arrays[n] for n in loop.parameter_names),
+                            *(state[f] for f in loop.field_names), np.zeros((1, 48)),
+                            *path_parameters)
+        outputs.append([np.asarray(a) for a in out[1:]])
+        assert (len(calls) > before) == split_on, calls
+    assert any(shape == (48, path.num_dims) for shape in calls), calls
+    for a, b in zip(*outputs):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(outputs[0][0], positions)  # the steps moved
+
+
 def test_the_loops_xla_level_is_given_on_cpus_only():
     """The cheaper LLVM pipeline (``xla_backend_optimization_level=1``) was measured on
     CPUs (``benchmarks/bench_xla_level.py``); elsewhere XLA's default stays, while the
