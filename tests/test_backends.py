@@ -429,7 +429,8 @@ def test_the_split_normal_draws_are_jaxs_bit_for_bit(impl, dtype):
     """:func:`~pymc_anneal.backends.split_standard_normal` (the uniform and its ``erf_inv``
     in two fusions) draws what ``jax.random.normal`` draws from the same key, for either
     key (PyTensor's JAX states are ``rbg`` keys), at several shapes, jitted or not: in
-    float64 (the loops') bit for bit, in float32 within one unit in the last place."""
+    float64 (the loops') bit for bit, in float32 within four units in the last place
+    (two measured)."""
     jax = pytest.importorskip("jax")
     import pytensor.link.jax.dispatch  # noqa: F401  (as the JAX loops: float64 on)
 
@@ -445,9 +446,9 @@ def test_the_split_normal_draws_are_jaxs_bit_for_bit(impl, dtype):
         if dtype == "float64":  # the loops' precision: the same bits
             np.testing.assert_array_equal(got, expected)
             np.testing.assert_array_equal(jitted, expected)
-        else:  # XLA's float32 erf_inv fused and apart: up to one unit in the last place
-            np.testing.assert_allclose(got, expected, rtol=2 * 2.0**-23, atol=0)
-            np.testing.assert_allclose(jitted, expected, rtol=2 * 2.0**-23, atol=0)
+        else:  # XLA's float32 erf_inv fused and apart: a few units in the last place
+            np.testing.assert_allclose(got, expected, rtol=4 * 2.0**-23, atol=0)
+            np.testing.assert_allclose(jitted, expected, rtol=4 * 2.0**-23, atol=0)
     assert abs(float(np.mean(np.asarray(split_standard_normal(
         jax.random.key(9, impl=impl), (200_000,), dtype))))) < 5 / np.sqrt(200_000)
 
