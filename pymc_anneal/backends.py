@@ -76,6 +76,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytensor
+from pytensor.tensor.random.basic import NormalRV
 
 from pymc_anneal.exceptions import AnnealingError
 from pymc_anneal.validation import check_backend
@@ -857,16 +858,8 @@ def _split_sizes_unbatched():
     return in2out(split_sizes_unbatched)
 
 
-def _split_normal_class():
-    from pytensor.tensor.random.basic import NormalRV
-
-    class SplitNormalRV(NormalRV):
-        """PyTensor's ``NormalRV``, drawn on JAX in two fusions (:func:`_split_normal`)."""
-
-    return SplitNormalRV
-
-
-_SplitNormalRV = _split_normal_class()
+class _SplitNormalRV(NormalRV):
+    """PyTensor's ``NormalRV``, drawn on JAX in two fusions (:func:`_split_normal`)."""
 
 
 def _split_normal():
@@ -874,11 +867,11 @@ def _split_normal():
     same draws, bit for bit (JAX's ``jax.random.normal``: a uniform on (-1, 1), then
     ``sqrt(2) erf_inv(u)``), with an optimization barrier between the uniform and its
     transform. Fused with the bits' conversion, XLA's CPU backend computes ``erf_inv``
-    element by element; apart, vectorized: a (5,000, 90) float64 draw took 10.9 ms
-    fused and 5.4 ms split, most of an annealing step's cost on a 90-d model whose
-    likelihood is cheap (HMC's momentum is such a draw at every step)."""
+    element by element; apart, vectorized: a (5,000, 90) float64 draw took 11.6 ms fused
+    and 5.0 ms split, and a step of the annealing loop on a 90-d model whose likelihood is
+    cheap 13.9 ms against 8.6 (HMC's momentum is such a draw at every step:
+    ``benchmarks/bench_split_normal.py``)."""
     from pytensor.graph.rewriting.basic import in2out, node_rewriter
-    from pytensor.tensor.random.basic import NormalRV
 
     @node_rewriter([NormalRV])
     def split_normal(fgraph, node):
