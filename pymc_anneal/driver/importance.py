@@ -25,6 +25,7 @@ import pytensor.tensor as pt
 
 from pymc_anneal.backends import compile_repeated
 from pymc_anneal.diagnostics import weight_warnings
+from pymc_anneal.driver.memory import check_memory, estimate_memory
 from pymc_anneal.driver.run import AnnealingRun
 from pymc_anneal.estimators import effective_sample_size, estimate_log_z, pareto_k
 from pymc_anneal.paths import one_off_graph
@@ -122,6 +123,7 @@ def importance_check(path, *, draws: int, chains: int, rng: np.random.Generator,
     trustworthy at this number of draws). The first :data:`FIRST_DRAWS` draws are weighed
     first: where they are :data:`HOPELESS` times over the target, the check fails there."""
     t0 = time.perf_counter()
+    check_importance_memory(path, draws=draws, chains=chains)
     positions = path.sample_base(rng, draws * chains)
     first = min(FIRST_DRAWS, positions.shape[0])
     head = importance_weights(path, positions[:first])
@@ -158,6 +160,20 @@ def importance_check(path, *, draws: int, chains: int, rng: np.random.Generator,
             "seconds": time.perf_counter() - t0}
 
 
+def check_importance_memory(path, *, draws: int, chains: int) -> None:
+    """Refuse, before any draw, a batch of ``chains x draws`` base draws whose positions
+    and weights cannot fit in memory (:func:`~pymc_anneal.driver.memory.check_memory`:
+    the message says how to split the call): the importance check comes before any loop,
+    and so before the run's own memory check."""
+    def size(n, c, k):
+        d = path.num_dims
+        return estimate_memory(num_particles=n * c, num_dims=d, state_bytes=8 * d,
+                               num_steps=1, num_chains=c, num_statistics=1)
+
+    check_memory(size(draws, chains, 1), draws=draws, chains=chains, size=size,
+                 what="importance sampling from the fitted base")
+
+
 def _log_n_over_ess(log_w: np.ndarray) -> float:
     r""":math:`\log(N / \mathrm{ESS})` of ``log_w`` (infinite where no weight is finite)."""
     if not np.any(np.isfinite(log_w)):
@@ -185,6 +201,7 @@ def run_importance(path, *, draws: int, chains: int, rng: np.random.Generator,
     proposal was made, so its acceptance rate is NaN). ``positions`` are in the path's own
     coordinates, as :func:`~pymc_anneal.driver.run.run_annealing`'s."""
     t0 = time.perf_counter()
+    check_importance_memory(path, draws=draws, chains=chains)
     positions = path.sample_base(rng, draws * chains)
     log_w = importance_weights(path, positions).reshape(chains, draws)
     per_chain = [estimate_log_z(w) for w in log_w]

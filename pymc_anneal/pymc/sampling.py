@@ -16,6 +16,7 @@ from pymc_anneal.diagnostics import check_weights
 from pymc_anneal.driver import (
     AnnealingRun,
     RunOptions,
+    check_run,
     run_annealing,
     run_options_from,
 )
@@ -129,15 +130,19 @@ def sample_ais(
     the Jacobian: the same evidence; :mod:`pymc_anneal.pymc.noncentered`), and the
     attributes ``noncentered`` and ``noncentered_reason`` say so.
 
-    Before the Laplace base's loop is built, its base is checked for **importance
-    sampling** alone: a batch of ``draws * chains`` draws of its own from it, whose weights
+    Before any loop is built (the prior's included: :data:`~pymc_anneal.pymc.bases.
+    AUTO_IMPORTANCE_FIRST`), the Laplace base, fitted from the initial point and prior
+    draws, is checked for **importance sampling** alone (and again before the Laplace
+    base's loop is built, where it is fitted from the prior pilot's particles): a batch of
+    ``draws * chains`` draws of its own from it, whose weights
     must meet the run's target (``log(N / ESS)`` within the target variance) without any of
     the weight warnings (a low ESS, a heavy tail by Pareto k-hat, chains that disagree),
     with k-hat at most 0.25 and a nearly symmetric estimate. Where they do, the run is
     importance sampling from that base (AIS with one step and no transition: ``kernel`` is
     ``"none (importance sampling)"``, ``num_steps`` 1, ``backend`` ``"python"``; no loop is
     compiled, and the reported draws are fresh ones, so the estimate stays unbiased);
-    ``base_reason`` and ``laplace_importance_check`` say what the check measured. The base
+    ``base_reason`` and ``laplace_importance_check`` say what the check measured
+    (``prior_pilot`` says the prior's pilot did not run). The base
     checked is the fit's with Student-t components (5 degrees of freedom,
     ``laplace_importance_df``), whose tails cover a posterior's where a Gaussian's would
     not. Posteriors with many data (posteriordb's kidscore_momiq, radon_pooled, dogs, Mb)
@@ -389,6 +394,10 @@ def sample_ais(
             path, fit_info = t_path, {**t_info, **fit_info}
         else:
             importance = None
+    if route is None and importance is None and auto and base == "auto":
+        # the run's memory before the fit's importance check allocates its draws: the
+        # refusal (and the split it suggests) is the loop's, as without that check
+        check_run(mp.path, main_options, draws=draws, chains=chains, num_steps=betas.size - 1)
     # the prior's path predicted long: the Laplace base first, its loop built alone
     first = None if route is not None else bases.laplace_first(
         model, mp, base, auto, main_options, betas, draws, chains, rng, auto_backend,

@@ -209,8 +209,11 @@ def normal_mean():
 
 
 def test_auto_evidence_within_its_error_and_dlogz(normal_mean):
+    """On the prior's path (from the default base this posterior takes importance sampling
+    from the Laplace fit: ``tests/pymc/test_importance.py``)."""
     model = normal_mean.build()
-    idata = pa.sample_ais(model=model, num_steps="auto", random_seed=1, progressbar=False)
+    idata = pa.sample_ais(model=model, num_steps="auto", base="prior", random_seed=1,
+                          progressbar=False)
     est = pa.log_evidence(idata)
     err = est.log_evidence - normal_mean.log_evidence
     assert abs(err) < 3 * max(est.standard_error, est.chain_sd) and abs(err) < 0.05
@@ -218,16 +221,17 @@ def test_auto_evidence_within_its_error_and_dlogz(normal_mean):
     assert idata.attrs["auto_variance"] == AUTO_VARIANCE
     # a tight dlogz lowers the target variance (log1p(N dlogz^2) with N = 400) and adds steps
     tight = pa.sample_ais(model=model, draws=200, chains=2, num_steps="auto", dlogz=0.01,
-                          random_seed=1, progressbar=False)
+                          base="prior", random_seed=1, progressbar=False)
     assert tight.attrs["auto_variance"] == pytest.approx(np.log1p(400 * 0.01**2))
     assert tight.attrs["num_steps"] > idata.attrs["num_steps"]
 
 
 def test_auto_is_the_default(normal_mean):
-    """A plain call sizes the run itself: the attributes show the measured length and the
-    K the rule gives for it."""
+    """A call without ``num_steps`` sizes the run itself: the attributes show the measured
+    length and the K the rule gives for it (on the prior's path: from the default base this
+    posterior takes importance sampling, one step)."""
     idata = pa.sample_ais(model=normal_mean.build(), draws=200, chains=2, random_seed=3,
-                          progressbar=False)
+                          base="prior", progressbar=False)
     assert idata.attrs["num_steps"] == _expected_steps(idata.attrs)
     assert idata["annealing_stats"]["beta"].shape == (2, idata.attrs["num_steps"])
 

@@ -294,3 +294,49 @@ def test_importance_sampling_follows_set_data():
         idata = pa.sample_ais(model=model, random_seed=7, base="laplace", **KW)
         assert idata.attrs["kernel"] == importance.KERNEL, dict(idata.attrs)
         _within(idata, exact(data))
+
+
+def test_a_short_path_takes_importance_sampling_before_any_loop(monkeypatch):
+    """A conjugate normal mean: the prior's path is short (not predicted long), and the
+    Laplace fit's importance check, made before any loop is built
+    (``bases.AUTO_IMPORTANCE_FIRST``), passes: no loop is compiled, not even the prior's,
+    ``prior_pilot`` says why, and the estimate is the closed form's."""
+    from pymc_anneal.driver import cache
+
+    target = analytic.normal_mean()
+    built = []
+    compiled_loop = cache.compiled_loop
+    monkeypatch.setattr(cache, "compiled_loop",
+                        lambda path, *a, **k: built.append(path) or compiled_loop(path, *a, **k))
+    idata = pa.sample_ais(model=target.build(), random_seed=5, **KW)
+    attrs = idata.attrs
+    assert attrs["kernel"] == importance.KERNEL and attrs["base"] == "laplace", dict(attrs)
+    assert attrs["prior_pilot"].startswith("not run: importance sampling"), dict(attrs)
+    assert "prior_num_steps" not in attrs and "prior_num_steps_predicted" not in attrs
+    assert not built
+    _within(idata, target.log_evidence)
+
+
+def test_a_failed_first_check_leaves_the_run_as_without_it(monkeypatch):
+    """Where the check made before any loop fails (forced here), the fit is dropped and the
+    prior's pilot chooses: the very run that ``AUTO_IMPORTANCE_FIRST = False`` makes, bit
+    for bit (the fit and its check draw from streams of their own)."""
+    target = analytic.normal_mean()
+    model = target.build()
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE_FIRST", False)
+    without = pa.sample_ais(model=model, random_seed=5, **KW)
+    monkeypatch.setattr(bases, "AUTO_IMPORTANCE_FIRST", True)
+    checked, check = [], bases.importance_check
+
+    def failing(*args, **kwargs):
+        found = check(*args, **kwargs)
+        checked.append(found["passed"])
+        return {**found, "passed": False}
+
+    monkeypatch.setattr(bases, "importance_check", failing)
+    first = pa.sample_ais(model=model, random_seed=5, **KW)
+    assert checked == [True], checked  # it would have passed: the check ran, first
+    assert first.attrs["base"] == without.attrs["base"] == "prior", dict(first.attrs)
+    assert first.attrs["num_steps"] == without.attrs["num_steps"] > 1
+    np.testing.assert_array_equal(first["particles"]["log_weight"].values,
+                                  without["particles"]["log_weight"].values)
