@@ -220,11 +220,11 @@ FIRST_POOL = 1024
 FIRST_ESS = 0.05
 """The share of :data:`FIRST_POOL` that :func:`tempered_starts`' tempered weights keep."""
 FIRST_STARTS = 3 * NUM_STARTS
-"""The prior draws that stand in for the prior pilot's particles among the starts of
-:func:`_importance_first`'s fit. Measured on two modes of unequal width in 3-d (the
-narrow one sd 0.3 holding 75 %, 4 apart; 36 seeds): the fit after the prior's pilot
-found both at 30 seeds, this fit with 8 stand-ins at 25, with 24 at 33 (the modes'
-census from 33 starts instead of 17)."""
+"""The prior draws (:func:`tempered_starts`) that stand in for the prior pilot's particles
+among the starts of :func:`_importance_first`'s fit. Measured on two modes of unequal
+width in 3-d (seeds 200-235; ``docs/design.md``): the narrow one sd 0.3 holding 75 %, 4
+apart, both found at 36 of 36 seeds (the fit after the prior's pilot: 30; 8 untempered
+prior draws here: 25); sd 0.2, 5 apart, 18 of 24 (after the pilot: 8)."""
 
 
 def noncentered_route(model, mp, discrete: str, rng: np.random.Generator) -> tuple:
@@ -621,12 +621,12 @@ def tempered_starts(path, rng: np.random.Generator, count: int,
     draws = path.sample_base(rng, pool)
     ell = importance_weights(path, draws)
     finite = np.isfinite(ell)
-    if finite.sum() <= count:
-        return draws[:count]
-    ell = np.where(finite, ell - ell[finite].max(), -np.inf)
+    if finite.sum() <= count:  # every draw where the likelihood is finite, then others
+        return draws[np.argsort(~finite, kind="stable")[:count]]
+    ell = np.where(finite, ell - ell[finite].max(), 0.0)
 
-    def weights(beta):
-        w = np.exp(beta * ell)
+    def weights(beta):  # zero where the likelihood is not finite, at beta = 0 too
+        w = np.where(finite, np.exp(beta * ell), 0.0)
         return w / w.sum()
 
     def share(beta):  # the weights' ESS over the pool

@@ -365,6 +365,18 @@ def test_tempered_starts_sit_where_the_likelihood_is_high():
     assert all(any(np.array_equal(s, p) for p in pool) for s in starts)
     top = np.quantile(importance_weights(path, pool), 0.9)
     assert np.mean(importance_weights(path, starts) >= top) > 0.5
+    # a likelihood finite in a corner only: every start there while the corner holds more
+    # than 24 draws of the pool (the tempered weights are zero elsewhere, at beta 0 too),
+    # and every draw there first where it holds fewer
+    for corner in (0.9, 1.5):  # about 35 and 5 of 1,024 prior draws
+        with pm.Model() as window:
+            x = pm.Normal("x", 0.0, 1.0, shape=2)
+            pm.Potential("like", pt.switch(pt.all(x > corner), 0.0, -np.inf))
+        path = model_path(window).path
+        pool = path.sample_base(np.random.default_rng(0), bases.FIRST_POOL)
+        inside = int(np.all(pool > corner, axis=1).sum())
+        starts = bases.tempered_starts(path, np.random.default_rng(0), 24)
+        assert np.all(starts > corner, axis=1).sum() == min(inside, 24), (corner, inside)
     with pm.Model() as flat:
         x = pm.Normal("x", 0.0, 1.0, shape=2)
         pm.Potential("like", 0.0 * x.sum())
