@@ -130,9 +130,9 @@ def sample_ais(
     the Jacobian: the same evidence; :mod:`pymc_anneal.pymc.noncentered`), and the
     attributes ``noncentered`` and ``noncentered_reason`` say so.
 
-    Before any loop is built (the prior's included: :data:`~pymc_anneal.pymc.bases.
-    AUTO_IMPORTANCE_FIRST`), the Laplace base, fitted from the initial point and prior
-    draws, is checked for **importance sampling** alone (and again before the Laplace
+    Before any loop is built (the prior's included:
+    :data:`~pymc_anneal.pymc.bases.AUTO_IMPORTANCE_FIRST`), the Laplace base, fitted from
+    the initial point and tempered prior draws, is checked for **importance sampling** alone (and again before the Laplace
     base's loop is built, where it is fitted from the prior pilot's particles): a batch of
     ``draws * chains`` draws of its own from it, whose weights
     must meet the run's target (``log(N / ESS)`` within the target variance) without any of
