@@ -34,6 +34,8 @@ seen["user"] = [backends.enable_jax_cache(), jax.config.jax_compilation_cache_di
 print(json.dumps(seen))
 """
 
+# base="prior": an annealing loop to store (at the defaults this model takes importance
+# sampling from its Laplace fit, and no loop is built)
 RUN = r"""
 import json, sys
 sys.path.insert(0, {root!r})
@@ -41,7 +43,7 @@ import pymc as pm, pymc_anneal as pa
 with pm.Model() as model:
     mu = pm.Normal("mu", 0.0, 2.0)
     pm.Normal("y", mu, 1.0, observed={data!r})
-    idata = pa.sample_ais(random_seed=3, progressbar=False)
+    idata = pa.sample_ais(base="prior", random_seed=3, progressbar=False)
 print(json.dumps(pa.log_evidence(idata).log_evidence.hex()))
 """
 
